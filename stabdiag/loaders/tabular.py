@@ -1,0 +1,294 @@
+"""CSV, TSV, JSONL and Parquet metric logs, wide (a step column + one column per metric) or long
+(step, key, value), including the CSV that the W&B web UI exports and verl's FileLogger JSONL.
+
+Every format is first turned into a Table: per column, the cells and a mask of the cells that were
+written.  A cell that was never written (a sparse row: eval every 20 steps) is absent; a cell that
+holds NaN was logged as NaN, and that is a finding, so the two are never confused.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..run import Run, Series, run_name_for, series_from_long
+
+STEP_COLUMNS = ("step", "_step", "global_step", "iteration", "Step", "trainer/global_step",
+                "train/global_step", "training/global_step")
+KEY_COLUMNS = ("key", "tag", "metric")
+WALL_COLUMNS = ("_timestamp", "wall_time", "timestamp")
+_NOT_METRICS = {"_runtime"}
+
+_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+               ".parquet": "parquet", ".pq": "parquet"}
+_WANDB_EXPORT = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<agg>__MIN|__MAX)?$")
+_TEXT_NUMBERS = {"nan": math.nan, "-nan": math.nan, "inf": math.inf, "+inf": math.inf,
+                 "-inf": -math.inf, "infinity": math.inf, "+infinity": math.inf,
+                 "-infinity": -math.inf}
+
+
+@dataclass(slots=True)
+class Table:
+    """Columns of cells plus which cells were written; `lines` maps a row to its line in the file."""
+
+    cells: dict[str, np.ndarray]
+    written: dict[str, np.ndarray]
+    lines: np.ndarray
+
+
+def _kind(path: str) -> str | None:
+    low = path.lower()
+    if low.endswith(".gz"):
+        low = low[:-3]
+    ext = os.path.splitext(low)[1]
+    return _EXTENSIONS.get(ext)
+
+
+def can_load(path: str) -> bool:
+    return _kind(path) is not None and os.path.isfile(path)
+
+
+def load(path: str, **options) -> Run:
+    kind = _kind(path)
+    if os.path.getsize(path) == 0:
+        raise InputError(path, "file is empty")
+    try:
+        if kind == "parquet":
+            table = _read_parquet(path)
+        elif kind == "jsonl":
+            table = _read_jsonl(path)
+        else:
+            table = _read_delimited(path, "\t" if kind == "tsv" else ",")
+    except InputError:
+        raise
+    except (OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
+        raise InputError(path, f"cannot read as {kind.upper()}: {_short(exc)}") from None
+    if not table.cells or len(table.lines) == 0:
+        raise InputError(path, "no rows")
+    return _to_run(table, path, kind, options.get("step_col"))
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def _open_text(path: str):
+    if path.lower().endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _read_delimited(path: str, sep: str) -> Table:
+    import pandas as pd
+
+    with _open_text(path) as fh:
+        head = fh.read(4096)
+    if "\x00" in head:
+        raise InputError(path, "binary data, not a text table")
+    # every cell as text: an empty cell is absent, "nan"/"inf" are logged values, junk is located
+    frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False,
+                        skip_blank_lines=True, compression="infer")
+    cells = {str(c): frame[c].to_numpy(dtype=object) for c in frame.columns}
+    written = {c: np.array([v.strip() != "" for v in col], dtype=bool) for c, col in cells.items()}
+    return Table(cells, written, np.arange(2, len(frame) + 2))
+
+
+def _flatten(obj: dict, prefix: str, out: dict) -> None:
+    for key, value in obj.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            _flatten(value, name + "/", out)
+        else:
+            out[name] = value
+
+
+def _read_jsonl(path: str) -> Table:
+    rows: list[dict] = []
+    lines: list[int] = []
+    with _open_text(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(path, f"not valid JSON ({exc.msg})", line=lineno) from None
+            if not isinstance(obj, dict):
+                raise InputError(path, "each line must be a JSON object", line=lineno)
+            # verl's FileLogger writes {"step": N, "data": {...}}
+            if isinstance(obj.get("data"), dict):
+                inner = {k: v for k, v in obj.items() if k != "data"}
+                inner.update(obj["data"])
+                obj = inner
+            flat: dict = {}
+            _flatten(obj, "", flat)
+            rows.append(flat)
+            lines.append(lineno)
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    cells = {c: np.empty(len(rows), dtype=object) for c in columns}
+    written = {c: np.zeros(len(rows), dtype=bool) for c in columns}
+    for i, row in enumerate(rows):
+        for key, value in row.items():
+            cells[key][i] = value
+            written[key][i] = value is not None
+    return Table(cells, written, np.asarray(lines))
+
+
+def _read_parquet(path: str) -> Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    cells: dict[str, np.ndarray] = {}
+    written: dict[str, np.ndarray] = {}
+    for name, col in zip(table.column_names, table.columns):
+        written[name] = ~col.is_null().to_numpy(zero_copy_only=False)
+        if pa.types.is_floating(col.type) or pa.types.is_integer(col.type) or pa.types.is_boolean(col.type):
+            cells[name] = col.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        else:
+            cells[name] = col.to_numpy(zero_copy_only=False).astype(object)
+    return Table(cells, written, np.arange(len(table)))
+
+
+def _pick(columns, names) -> str | None:
+    for name in names:
+        if name in columns:
+            return name
+    lowered = {c.lower(): c for c in columns}
+    for name in names:
+        if name.lower() in lowered:
+            return lowered[name.lower()]
+    return None
+
+
+def _parse_cell(cell) -> float | None:
+    if isinstance(cell, bool):
+        return float(cell)
+    if isinstance(cell, (int, float, np.floating, np.integer)):
+        return float(cell)
+    if isinstance(cell, str):
+        text = cell.strip()
+        try:
+            return float(text)
+        except ValueError:
+            return _TEXT_NUMBERS.get(text.lower())
+    return None          # lists, dicts (media, tables): not a scalar
+
+
+def _numeric(table: Table, name: str, path: str) -> np.ndarray | None:
+    """The column as float64 (absent cells NaN), or None for a text column (run name, tags).
+    Junk inside an otherwise numeric column is an input error naming its line."""
+    cells, written = table.cells[name], table.written[name]
+    if cells.dtype != object:
+        return cells.astype(np.float64)
+    values = np.full(len(cells), np.nan)
+    bad: list[int] = []
+    parsed_any = False
+    for i in np.flatnonzero(written):
+        number = _parse_cell(cells[i])
+        if number is None:
+            bad.append(int(i))
+        else:
+            values[i] = number
+            parsed_any = True
+    if not parsed_any:
+        return None
+    if bad:
+        i = bad[0]
+        raise InputError(path, f"non-numeric value {str(cells[i])[:40]!r} in metric column '{name}'",
+                         line=int(table.lines[i]))
+    return values
+
+
+def _step_values(table: Table, name: str, path: str) -> np.ndarray:
+    values = _numeric(table, name, path)
+    if values is None or not np.isfinite(values).any():
+        raise InputError(path, f"step column '{name}' holds no numbers")
+    ok = np.isfinite(values)
+    fractional = ok & (np.floor(values) != values)
+    if fractional.any():
+        i = int(np.flatnonzero(fractional)[0])
+        raise InputError(path, f"step column '{name}' holds a non-integer step {values[i]!r}",
+                         line=int(table.lines[i]))
+    return values
+
+
+def _to_run(table: Table, path: str, kind: str, step_col: str | None) -> Run:
+    columns = list(table.cells)
+    if step_col is not None and step_col not in columns:
+        raise InputError(path, f"no column '{step_col}' (passed with --step-col)")
+    step_name = step_col or _pick(columns, STEP_COLUMNS)
+    if step_name is None:
+        raise InputError(path, f"no step column (looked for {', '.join(STEP_COLUMNS[:5])}, ...); "
+                               "pass --step-col NAME")
+    steps = _step_values(table, step_name, path)
+    has_step = np.isfinite(steps)
+    key_name = _pick(columns, KEY_COLUMNS)
+    if key_name is not None and "value" in columns:
+        return _long_run(table, path, kind, steps, has_step, key_name)
+    wandb_run = _wandb_export_run(columns, path)
+    wall_name = _pick(columns, WALL_COLUMNS)
+    walls = _numeric(table, wall_name, path) if wall_name else None
+    series: dict[str, Series] = {}
+    skipped: list[str] = []
+    for col in columns:
+        if col in (step_name, wall_name) or col in _NOT_METRICS:
+            continue
+        key = col
+        if wandb_run is not None:
+            match = _WANDB_EXPORT.match(col)
+            if match.group("agg"):
+                continue           # __MIN / __MAX companions of a smoothed W&B chart
+            key = match.group("metric")
+        values = _numeric(table, col, path)
+        if values is None:
+            skipped.append(col)
+            continue
+        rows = has_step & table.written[col]
+        if rows.any():
+            series[key] = Series.from_points(key, steps[rows], values[rows],
+                                             None if walls is None else walls[rows])
+    if not series:
+        raise InputError(path, "no numeric metric columns besides the step column")
+    meta = {"format": kind, "skipped_columns": skipped}
+    if wandb_run is not None:
+        meta["wandb_run"] = wandb_run
+    return Run(run_name_for(path), series, (path,), meta)
+
+
+def _wandb_export_run(columns: list[str], path: str) -> str | None:
+    """The run name when these are the columns of a W&B UI export (`Step`, `<run> - <metric>`)."""
+    if "Step" not in columns or len(columns) < 2:
+        return None
+    matches = [_WANDB_EXPORT.match(c) for c in columns if c != "Step"]
+    if not all(matches):
+        return None
+    runs = sorted({m.group("run") for m in matches})
+    if len(runs) > 1:
+        raise InputError(path, f"W&B export holds {len(runs)} runs ({', '.join(runs[:3])}); "
+                               "export one run per file")
+    return runs[0]
+
+
+def _long_run(table: Table, path: str, kind: str, steps, has_step, key_name: str) -> Run:
+    values = _numeric(table, "value", path)
+    if values is None:
+        raise InputError(path, "the 'value' column holds no numbers")
+    keep = has_step & table.written["value"] & table.written[key_name]
+    keys = np.array([str(k) for k in table.cells[key_name]], dtype=object)
+    series = series_from_long(keys[keep], steps[keep], values[keep])
+    if not series:
+        raise InputError(path, "no numeric values in the long-format table")
+    return Run(run_name_for(path), series, (path,), {"format": kind, "shape": "long"})

@@ -1,0 +1,142 @@
+"""Run and Series: the raw metric history of one training run, keyed by the run's own metric names.
+
+Every loader returns a Run; nothing downstream knows which file format it came from.  A step that was
+written twice (a resumed run) keeps its last write, and the earlier write is kept on the side as
+evidence instead of being thrown away.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One metric's points, sorted by step with one value per step (the last write wins)."""
+
+    key: str
+    steps: np.ndarray                   # int64, strictly increasing
+    values: np.ndarray                  # float64; NaN and ±Inf are kept: they are findings
+    wall_time: np.ndarray | None = None  # float64 seconds since the epoch, where the format has it
+    superseded_steps: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    superseded_values: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))
+
+    @classmethod
+    def from_points(cls, key: str, steps, values, wall_time=None) -> "Series":
+        """Build a Series from points in write order; for a repeated step the last write wins."""
+        steps = np.asarray(steps, dtype=np.int64)
+        values = np.asarray(values, dtype=np.float64)
+        walls = None if wall_time is None else np.asarray(wall_time, dtype=np.float64)
+        order = np.argsort(steps, kind="stable")
+        s_steps = steps[order]
+        # the last of each run of equal steps is the latest write of that step
+        is_last = np.ones(len(s_steps), dtype=bool)
+        if len(s_steps) > 1:
+            is_last[:-1] = s_steps[1:] != s_steps[:-1]
+        keep = order[is_last]
+        dropped = order[~is_last]
+        return cls(
+            key=key,
+            steps=steps[keep],
+            values=values[keep],
+            wall_time=None if walls is None else walls[keep],
+            superseded_steps=steps[dropped],
+            superseded_values=values[dropped],
+        )
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @property
+    def nonfinite_count(self) -> int:
+        return int(np.count_nonzero(~np.isfinite(self.values)))
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """The metric history of one run: series by raw key, where it came from, and load notes."""
+
+    name: str
+    series: dict[str, Series]
+    sources: tuple[str, ...] = ()
+    meta: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def resumed(self) -> bool:
+        """True when some step was written more than once (a restart replayed steps)."""
+        return any(len(s.superseded_steps) for s in self.series.values())
+
+    @property
+    def duplicate_steps(self) -> int:
+        """Number of distinct steps that were written more than once, over all series."""
+        steps = [np.unique(s.superseded_steps) for s in self.series.values() if len(s.superseded_steps)]
+        return int(len(np.unique(np.concatenate(steps)))) if steps else 0
+
+    def keys(self) -> list[str]:
+        return list(self.series)
+
+    def with_series(self, extra: dict[str, Series], *, note: str | None = None) -> "Run":
+        """A copy with more series (same key: the new one replaces the old)."""
+        merged = dict(self.series)
+        merged.update(extra)
+        notes = self.notes + ((note,) if note else ())
+        return Run(self.name, merged, self.sources, dict(self.meta), notes)
+
+
+def series_from_long(keys, steps, values, wall_time=None) -> dict[str, Series]:
+    """Group long-format points (key, step, value) into Series, keeping write order per key."""
+    keys = np.asarray(keys, dtype=object)
+    steps = np.asarray(steps, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64)
+    walls = None if wall_time is None else np.asarray(wall_time, dtype=np.float64)
+    if len(keys) == 0:
+        return {}
+    uniq, codes = np.unique(keys, return_inverse=True)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniq) + 1))
+    out: dict[str, Series] = {}
+    for i, key in enumerate(uniq):
+        idx = order[bounds[i]:bounds[i + 1]]
+        out[str(key)] = Series.from_points(str(key), steps[idx], values[idx],
+                                           None if walls is None else walls[idx])
+    return out
+
+
+def merge_runs(name: str, runs: list[Run]) -> Run:
+    """Merge runs read from several files of one run; for a key in several, later files win a step."""
+    if len(runs) == 1:
+        r = runs[0]
+        return Run(name, r.series, r.sources, r.meta, r.notes)
+    by_key: dict[str, list[Series]] = {}
+    for r in runs:
+        for key, s in r.series.items():
+            by_key.setdefault(key, []).append(s)
+    series: dict[str, Series] = {}
+    for key, parts in by_key.items():
+        if len(parts) == 1:
+            series[key] = parts[0]
+            continue
+        steps = np.concatenate([np.concatenate([p.superseded_steps, p.steps]) for p in parts])
+        values = np.concatenate([np.concatenate([p.superseded_values, p.values]) for p in parts])
+        series[key] = Series.from_points(key, steps, values)
+    meta: dict = {}
+    notes: list[str] = []
+    sources: list[str] = []
+    for r in runs:
+        meta.update(r.meta)
+        notes.extend(r.notes)
+        sources.extend(r.sources)
+    return Run(name, series, tuple(sources), meta, tuple(notes))
+
+
+def run_name_for(path: str | os.PathLike[str]) -> str:
+    """A run's display name: the directory or file name without log extensions."""
+    base = os.path.basename(os.path.normpath(str(path)))
+    for ext in (".gz", ".jsonl", ".json", ".csv", ".tsv", ".parquet", ".log", ".txt"):
+        if base.endswith(ext):
+            base = base[: -len(ext)]
+    return base or str(path)

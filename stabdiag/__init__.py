@@ -1,8 +1,51 @@
-"""stabdiag: which layer of an LLM training run failed first, the evidence, and what to check first."""
+"""stabdiag: which layer of an LLM training run failed first, the evidence, and what to check first.
+
+    import stabdiag
+    run = stabdiag.load("runs/exp1/")[0]
+    diag = stabdiag.diagnose(run)
+    print(diag.root_layer, [f.message for f in diag.root_findings()])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
 
 from ._version import __version__
+from .diagnosis import Diagnosis, Finding, LayerResult, Status, Unknown
 from .errors import ConfigError, InputError, MissingExtraError, RuleError, StabdiagError
+from .rules import Rule, get_rule, load_rules
 from .run import Run, Series
 
-__all__ = ["__version__", "Run", "Series", "StabdiagError", "InputError", "RuleError", "ConfigError",
-           "MissingExtraError"]
+__all__ = ["__version__", "load", "diagnose", "render", "get_rule", "list_rules", "Run", "Series",
+           "Diagnosis", "Finding", "LayerResult", "Status", "Unknown", "Rule", "StabdiagError",
+           "InputError", "RuleError", "ConfigError", "MissingExtraError"]
+
+
+def load(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], **options) -> list[Run]:
+    """Every run found under one or more paths or URIs (format sniffed per file)."""
+    from .loaders import load as _load
+
+    return _load(source, **options)
+
+
+def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[str] | None = None,
+             ignore: list[str] | None = None, rules_dirs: list[str] | None = None) -> Diagnosis:
+    """Walk the four layers top-down on one run."""
+    from .engine import diagnose as _diagnose
+
+    return _diagnose(run, rules=load_rules(rules_dirs), mapping=mapping, select=select, ignore=ignore)
+
+
+def render(diagnoses: Diagnosis | list[Diagnosis], format: str = "terminal", **options) -> str:
+    """Render one or more diagnoses as 'terminal' text or 'json'."""
+    from .report import render as _render
+
+    if isinstance(diagnoses, Diagnosis):
+        diagnoses = [diagnoses]
+    return _render(list(diagnoses), format, **options)
+
+
+def list_rules(rules_dirs: list[str] | None = None) -> tuple[Rule, ...]:
+    """The shipped rules (plus any in extra directories), layer by layer."""
+    return load_rules(rules_dirs)

@@ -1,0 +1,101 @@
+"""Robust statistics shared by the detectors: training curves are noisy and heavy-tailed, so levels are
+medians, spreads are MADs, trends are Theil–Sen slopes, and "recent level" is an EMA."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+MAD_TO_SD = 1.4826   # makes the MAD of a normal sample estimate its standard deviation
+
+
+def robust_sd(x: np.ndarray) -> float:
+    if len(x) == 0:
+        return 0.0
+    return float(MAD_TO_SD * np.median(np.abs(x - np.median(x))))
+
+
+def noise_sd(x: np.ndarray) -> float:
+    """Point-to-point noise of a curve, insensitive to its trend: robust sd of first differences / √2."""
+    if len(x) < 3:
+        return 0.0
+    return robust_sd(np.diff(x)) / np.sqrt(2.0)
+
+
+def edge_level(x: np.ndarray, frac: float, *, end: bool = False, min_points: int = 3) -> float:
+    """Median of the first (or last) `frac` of the points."""
+    k = min(len(x), max(min_points, int(round(len(x) * frac))))
+    part = x[-k:] if end else x[:k]
+    return float(np.median(part))
+
+
+def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
+    """Centred running median (edges use the shrunken window); window is forced odd."""
+    window = max(1, int(window)) | 1
+    if window == 1 or len(x) < window:
+        return x.astype(np.float64, copy=True) if window == 1 or len(x) == 0 else \
+            np.full(len(x), float(np.median(x)))
+    half = window // 2
+    padded = np.concatenate([np.full(half, np.nan), x, np.full(half, np.nan)])
+    return np.nanmedian(sliding_window_view(padded, window), axis=1)
+
+
+def trailing_median_mad(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """Median and MAD-sd of the `window` points *before* each point (NaN where there are none)."""
+    med = np.full(len(x), np.nan)
+    sd = np.full(len(x), np.nan)
+    if len(x) <= window:
+        return med, sd
+    views = sliding_window_view(x[:-1], window)           # views[i] = x[i : i+window] precedes x[i+window]
+    m = np.median(views, axis=1)
+    med[window:] = m
+    sd[window:] = MAD_TO_SD * np.median(np.abs(views - m[:, None]), axis=1)
+    return med, sd
+
+
+def ema_before(x: np.ndarray, span: float) -> np.ndarray:
+    """EMA of the points before each point (the current point excluded); first entry is NaN."""
+    from scipy.signal import lfilter
+
+    out = np.full(len(x), np.nan)
+    if len(x) < 2:
+        return out
+    alpha = 2.0 / (span + 1.0)
+    ema, _ = lfilter([alpha], [1.0, alpha - 1.0], x[1:], zi=[(1.0 - alpha) * x[0]])
+    out[1] = x[0]
+    out[2:] = ema[:-1]
+    return out
+
+
+def theil_sen_slope(steps: np.ndarray, values: np.ndarray, max_points: int = 300) -> float:
+    """Median of pairwise slopes (on an even subsample of at most `max_points` points)."""
+    n = len(steps)
+    if n < 2:
+        return 0.0
+    if n > max_points:
+        idx = np.linspace(0, n - 1, max_points).astype(int)
+        steps, values = steps[idx], values[idx]
+    i, j = np.triu_indices(len(steps), k=1)
+    dx = steps[j] - steps[i]
+    ok = dx != 0
+    if not ok.any():
+        return 0.0
+    return float(np.median((values[j] - values[i])[ok] / dx[ok]))
+
+
+def longest_true_run(mask: np.ndarray) -> tuple[int, int] | None:
+    """(start, end) indices, inclusive, of the longest stretch of True; None if there is none."""
+    if not mask.any():
+        return None
+    padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
+    edges = np.flatnonzero(np.diff(padded))
+    starts, ends = edges[::2], edges[1::2] - 1
+    best = int(np.argmax(ends - starts))
+    return int(starts[best]), int(ends[best])
+
+
+def true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Every (start, end) inclusive stretch of True, in order."""
+    padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
+    edges = np.flatnonzero(np.diff(padded))
+    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2])]

@@ -1,0 +1,250 @@
+"""Weights & Biases runs: local run directories and online runs.
+
+Local: every wandb run, online or offline, leaves a directory `wandb/run-<time>-<id>/` (or
+`offline-run-...`) whose `run-<id>.wandb` transaction log holds the full-resolution history; current
+wandb ships no reader for it, so stabdiag decodes it directly (`_wandb_records`, `_wandb_log`).  Runs
+from old wandb releases also have `files/wandb-history.jsonl`, which is read when there is no
+transaction log.  Online: `wandb://ENTITY/PROJECT/RUN_ID` and W&B run URLs are fetched through the
+public API at full resolution and cached as Parquet (`_wandb_online`).
+
+A series is keyed by the name the run logged, nested dicts joined with '/'.  Its step is `_step`,
+unless the run declared another x-axis with `define_metric(..., step_metric=...)` (as the Hugging
+Face Trainer does with `train/global_step`), or `step_col` names one.  Media, tables and histograms
+are not scalars and are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+
+from ..errors import InputError
+from ..run import Run, Series, merge_runs, run_name_for
+from ._wandb_log import LogContents, axis_lookup, read_log, step_metric_for
+
+_HISTORY_JSONL = "wandb-history.jsonl"
+_EVENTS_JSONL = "wandb-events.jsonl"      # old runs' system metrics: claimed so no other loader
+_INTERNAL = frozenset(("_step", "_timestamp", "_runtime"))   # misreads it, then left out
+
+
+def _kind(path: str) -> str | None:
+    base = os.path.basename(path)
+    if base.startswith("run-") and base.endswith(".wandb"):
+        return "log"
+    if base in (_HISTORY_JSONL, _EVENTS_JSONL) and \
+            os.path.basename(os.path.dirname(os.path.abspath(path))) == "files":
+        return "history" if base == _HISTORY_JSONL else "events"
+    return None
+
+
+def can_load(path: str) -> bool:
+    """A `run-<id>.wandb` transaction log, or an old run's `files/wandb-history.jsonl`."""
+    return _kind(path) is not None and os.path.isfile(path)
+
+
+def run_root(path: str) -> str:
+    """The run directory a file belongs to (`wandb/run-<time>-<id>`)."""
+    parent = os.path.dirname(path)
+    return os.path.dirname(parent) if _kind(path) in ("history", "events") else parent
+
+
+def load(path: str, **options) -> Run:
+    """Read one file of a local W&B run."""
+    kind = _kind(path)
+    name = run_name_for(run_root(path) or ".")
+    step_col = options.get("step_col")
+    if kind == "log":
+        return _run_from_log(path, read_log(path), name, step_col)
+    if kind == "history":
+        return _run_from_history_jsonl(path, name, step_col)
+    if kind == "events":
+        return Run(name, {}, (path,), {"format": "wandb"},
+                   (f"{path}: no metric history in this W&B run directory, only system metrics",))
+    raise InputError(path, "not a W&B run file (expected run-<id>.wandb or files/wandb-history.jsonl)")
+
+
+def load_group(paths: list[str], **options) -> Run:
+    """Read the files of one run directory: the transaction log, else the old history JSONL."""
+    name = run_name_for(run_root(paths[0]) or ".")
+    logs = sorted(p for p in paths if _kind(p) == "log")
+    histories = [p for p in paths if _kind(p) == "history"]
+    if logs:
+        runs = [load(p, **options) for p in logs]
+        if histories:
+            extra = f"{histories[0]}: not read; the run's .wandb log holds the same history"
+            runs[-1] = Run(runs[-1].name, runs[-1].series, runs[-1].sources, runs[-1].meta,
+                           runs[-1].notes + (extra,))
+    elif histories:
+        runs = [load(p, **options) for p in histories]
+    else:
+        runs = [load(paths[0], **options)]
+    return merge_runs(name, runs)
+
+
+def handles_uri(uri: str) -> bool:
+    from ._wandb_online import handles_uri as handles
+
+    return handles(uri)
+
+
+def load_uri(uri: str, **options) -> Run:
+    """Fetch an online run's full history (cached); see `_wandb_online`."""
+    from ._wandb_online import load_uri as fetch
+
+    return fetch(uri, **options)
+
+
+def _run_from_log(path: str, log: LogContents, name: str, step_col: str | None) -> Run:
+    notes = list(log.notes)
+    history = log.history
+    if step_col is not None:
+        if step_col not in history.columns:
+            raise InputError(path, f"no key '{step_col}' in this W&B run (passed with --step-col)")
+        axis_of = lambda key: step_col  # noqa: E731
+    else:
+        axis_of = lambda key: step_metric_for(key, log.step_metrics)  # noqa: E731
+    series = build_series(history.columns, history.row_steps, history.row_walls, axis_of, notes)
+    meta = {"format": "wandb", "config": log.config.nested(), "summary": log.summary.flat(),
+            "history_rows": len(history.row_steps), "finished": log.exit_code is not None}
+    meta.update(log.run)
+    if log.exit_code is not None:
+        meta["exit_code"] = log.exit_code
+    else:
+        notes.append(f"{path}: no exit record: the run is still running, or was killed before "
+                     "wandb.finish()")
+    if not history.row_steps:
+        notes.append(f"{path}: the run logged no history rows")
+    notes = [n if n.startswith(path) else f"{path}: {n}" for n in notes]
+    return Run(name, series, (path,), meta, tuple(notes))
+
+
+def build_series(columns: dict, row_steps, row_walls, axis_of, notes: list[str]) -> dict[str, Series]:
+    """Series from per-key (rows, values), each row's `_step` and wall time, and each key's x-axis.
+
+    A key with an x-axis other than `_step` takes, at each of its rows, the axis key's latest value
+    at or before that row (wandb's step_sync); points logged before the axis has a value are left
+    out, and an axis with non-integer values falls back to `_step`.
+    """
+    row_steps = np.asarray(row_steps, dtype=np.int64)
+    row_walls = np.asarray(row_walls, dtype=np.float64)
+    axes = {}
+    for key in columns:
+        axis = axis_of(key)
+        if axis and axis != key and axis in columns:
+            axes[key] = axis
+    axis_points: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+    for axis in set(axes.values()):
+        a_rows = np.asarray(columns[axis][0], dtype=np.int64)
+        a_vals = np.asarray(columns[axis][1], dtype=np.float64)
+        finite = np.isfinite(a_vals)
+        if np.any(np.floor(a_vals[finite]) != a_vals[finite]):
+            notes.append(f"x-axis '{axis}' holds non-integer values; its metrics are read against _step")
+            axis_points[axis] = None
+        else:
+            axis_points[axis] = (a_rows[finite], a_vals[finite])
+    series: dict[str, Series] = {}
+    early: dict[str, int] = {}
+    for key, (rows, values) in columns.items():
+        if key in axis_points and axis_points[key] is not None:
+            continue                               # an x-axis in use, not a metric
+        rows = np.asarray(rows, dtype=np.int64)
+        values = np.asarray(values, dtype=np.float64)
+        steps = row_steps[rows]
+        points = axis_points.get(axes.get(key, ""))
+        if points is not None:
+            on_axis = axis_lookup(rows, *points)
+            ok = np.isfinite(on_axis)
+            if not ok.all():
+                early[axes[key]] = early.get(axes[key], 0) + int(np.count_nonzero(~ok))
+            rows, values, steps = rows[ok], values[ok], on_axis[ok].astype(np.int64)
+        if len(rows):
+            series[key] = Series.from_points(key, steps, values, row_walls[rows])
+    for axis, count in early.items():
+        notes.append(f"left out {count} points logged before x-axis '{axis}' had a value")
+    return series
+
+
+def _run_from_history_jsonl(path: str, name: str, step_col: str | None) -> Run:
+    """An old run's `files/wandb-history.jsonl`: one JSON row per `wandb.log`."""
+    columns: dict[str, tuple[list[int], list[float]]] = {}
+    row_steps: list[int] = []
+    row_walls: list[float] = []
+    notes: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    notes.append(f"{path}:{lineno}: skipped a line that is not whole JSON")
+                    continue
+                if isinstance(row, dict):
+                    _add_json_row(row, columns, row_steps, row_walls)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read the file ({exc})") from None
+    if step_col is not None and step_col not in columns:
+        raise InputError(path, f"no key '{step_col}' in this W&B run (passed with --step-col)")
+    series = build_series(columns, row_steps, row_walls, lambda key: step_col, notes)
+    root = run_root(path)
+    meta = {"format": "wandb-history-jsonl", "history_rows": len(row_steps)}
+    meta.update(_old_run_meta(os.path.join(root, "files")))
+    return Run(name, series, (path,), meta, tuple(notes))
+
+
+def _add_json_row(row: dict, columns: dict, row_steps: list, row_walls: list) -> None:
+    index = len(row_steps)
+    flat: dict = {}
+    _flatten_scalars(row, "", flat)
+    step = flat.pop("_step", None)
+    wall = flat.pop("_timestamp", math.nan)
+    row_steps.append(int(step) if step is not None and math.isfinite(step) else
+                     (row_steps[-1] + 1 if row_steps else 0))
+    row_walls.append(wall)
+    for key, value in flat.items():
+        if key in _INTERNAL or key.startswith("_wandb"):
+            continue
+        column = columns.get(key)
+        if column is None:
+            column = columns[key] = ([], [])
+        column[0].append(index)
+        column[1].append(value)
+
+
+def _flatten_scalars(obj: dict, prefix: str, out: dict) -> None:
+    for key, value in obj.items():
+        name = prefix + str(key)
+        if isinstance(value, dict):
+            if "_type" not in value:               # a logged dict; one with _type is media
+                _flatten_scalars(value, name + "/", out)
+        elif isinstance(value, (int, float)):      # bool included
+            out[name] = float(value)
+
+
+def _old_run_meta(files_dir: str) -> dict:
+    """Summary and config of an old run from `files/wandb-summary.json` and `files/config.yaml`."""
+    meta: dict = {}
+    try:
+        with open(os.path.join(files_dir, "wandb-summary.json"), encoding="utf-8") as fh:
+            summary = json.load(fh)
+        flat: dict = {}
+        _flatten_scalars(summary, "", flat)
+        meta["summary"] = {k: v for k, v in flat.items() if not k.startswith("_wandb")}
+    except (OSError, ValueError):
+        pass
+    try:
+        import yaml
+    except ImportError:
+        return meta
+    try:
+        with open(os.path.join(files_dir, "config.yaml"), encoding="utf-8") as fh:
+            raw = yaml.safe_load(fh) or {}
+        meta["config"] = {k: (v.get("value") if isinstance(v, dict) and "value" in v else v)
+                          for k, v in raw.items() if k not in ("_wandb", "wandb_version")}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        pass
+    return meta

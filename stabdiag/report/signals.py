@@ -1,0 +1,52 @@
+"""`stabdiag signals`: which key feeds each canonical signal, its points, range and non-finite count."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+from rich.console import Console
+from rich.table import Table
+
+from ..signals import Signals
+
+
+def _fmt(x: float) -> str:
+    return str(x) if not math.isfinite(x) else f"{x:.4g}"
+
+
+def signals_dict(resolved: list[Signals]) -> dict:
+    runs = []
+    for sig in resolved:
+        entries = {}
+        for name, s in sig.series.items():
+            entries[name] = {"key": s.key, "points": len(s), "first_step": int(s.steps[0]) if len(s) else None,
+                             "last_step": int(s.steps[-1]) if len(s) else None, "nonfinite": s.nonfinite_count}
+        runs.append({"run": sig.run.name, "signals": entries, "unmapped": list(sig.unmapped),
+                     "notes": list(sig.notes)})
+    return {"runs": runs}
+
+
+def render_signals(resolved: list[Signals], format: str = "text", width: int = 100) -> str:
+    if format == "json":
+        return json.dumps(signals_dict(resolved), indent=2) + "\n"
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, no_color=True, highlight=False)
+    for i, sig in enumerate(resolved):
+        if i:
+            console.print()
+        console.print(f"{sig.run.name}: {len(sig.series)} signals from {len(sig.run.series)} keys")
+        table = Table(box=None, pad_edge=False)
+        for col in ("signal", "key", "points", "steps", "first", "last", "NaN/Inf"):
+            table.add_column(col, overflow="fold")
+        for name, s in sig.series.items():
+            table.add_row(name, s.key, str(len(s)), f"{s.steps[0]}-{s.steps[-1]}" if len(s) else "",
+                          _fmt(s.values[0]) if len(s) else "", _fmt(s.values[-1]) if len(s) else "",
+                          str(s.nonfinite_count))
+        console.print(table)
+        if sig.unmapped:
+            console.print("unmapped: " + ", ".join(sig.unmapped))
+        for note in sig.notes:
+            console.print(f"note: {note}")
+    return buffer.getvalue()

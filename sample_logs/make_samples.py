@@ -116,7 +116,6 @@ def grpo_math_reward_hacking(out: Path) -> None:
     length[STEPS > 312] = 4096.0
     kl[STEPS > 312] = math.nan
     entropy[STEPS > 312] = math.nan
-    lr = np.where(STEPS <= 150, 1e-6, 3e-7)                      # the team lowered the LR: no effect
     math500 = 0.42 + rng.normal(0, 0.01, len(EVAL_STEPS))
     aime = ramp(0.18, 0.15, EVAL_STEPS, 20, 300) + rng.normal(0, 0.008, len(EVAL_STEPS))
     math500[EVAL_STEPS > 312] = 0.0
@@ -134,7 +133,7 @@ def grpo_math_reward_hacking(out: Path) -> None:
             data["val-core/aime24/acc/mean@16"] = aime[j]
         return json.dumps({"step": step, "data": {k: float(v) for k, v in data.items()}})
 
-    lines = [line(i, 1e-6) for i in range(150)]
+    lines = [line(i, 1e-6) for i in range(150)]           # the team then lowered the LR: no effect
     lines += [line(i, 3e-7) for i in range(140, 400)]     # resumed from the step-140 checkpoint
     (out / "metrics.jsonl").write_text("\n".join(lines) + "\n")
 

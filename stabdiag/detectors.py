@@ -312,7 +312,7 @@ def first_nonfinite(**curves: Curve | None) -> Evidence | None:
     """The first step at which any curve holds NaN or Inf, and which one turned first (ties follow
     the reward → logprob → loss → grad-norm chain)."""
     firsts: dict[str, tuple[int, float, str, int]] = {}
-    for role, curve in curves.items():
+    for curve in curves.values():
         if curve is None:
             continue
         bad = ~np.isfinite(curve.values)

@@ -134,7 +134,7 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
             raise fail(f"parameter {name} = {value!r} is outside [{p.low:g}, {p.high:g}]", name)
     optional = body.get("optional_signals", {})
     for wiring in (body["signals"], optional):
-        for arg, signal in wiring.items():
+        for signal in wiring.values():
             if signal != EVAL_ANY and not table.is_known(signal):
                 raise fail(f"unknown signal '{signal}' (not in signals.toml)", signal)
     example = body["example"]

@@ -1,0 +1,52 @@
+"""Build small runs from the generator specs used by tests/rule_cases/*.toml.
+
+A series spec is a table: steps (default 400) or every (log every N steps), ramp = [start, end] (linear),
+exp = {from = step, tau = steps} (multiply by exp((t-from)/tau) after `from`), noise (normal sd),
+lognoise (multiplicative sd), seed, set = {step = value} (single points; "nan"/"inf" allowed),
+nan_from (NaN from that step on), values = [...] (explicit, one per logged step).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from stabdiag.run import Run, Series
+
+_SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _num(v) -> float:
+    return _SPECIAL[v] if isinstance(v, str) else float(v)
+
+
+def make_series(key: str, spec: dict, default_seed: int = 0) -> Series:
+    total = int(spec.get("steps", 400))
+    every = int(spec.get("every", 1))
+    steps = np.arange(every, total + 1, every)
+    rng = np.random.default_rng(int(spec.get("seed", default_seed)))
+    if "values" in spec:
+        values = np.array([_num(v) for v in spec["values"]], dtype=float)
+        steps = np.arange(1, len(values) + 1) * every
+    else:
+        start, end = spec.get("ramp", [0.0, 0.0])
+        lo, hi = spec.get("ramp_steps", [steps[0], steps[-1]])
+        frac = np.clip((steps - lo) / max(hi - lo, 1), 0, 1)
+        values = start + (end - start) * frac
+        if "exp" in spec:
+            after = steps >= spec["exp"]["from"]
+            values[after] *= np.exp((steps[after] - spec["exp"]["from"]) / spec["exp"]["tau"])
+        if "lognoise" in spec:
+            values = values * np.exp(rng.normal(0, spec["lognoise"], len(values)))
+        if "noise" in spec:
+            values = values + rng.normal(0, spec["noise"], len(values))
+    for step, value in spec.get("set", {}).items():
+        values[steps == int(step)] = _num(value)
+    if "nan_from" in spec:
+        values[steps >= spec["nan_from"]] = math.nan
+    return Series.from_points(key, steps, values)
+
+
+def make_run(name: str, series_specs: dict[str, dict]) -> Run:
+    return Run(name, {key: make_series(key, spec, i) for i, (key, spec) in enumerate(series_specs.items())})

@@ -1,0 +1,115 @@
+"""Detector properties (hypothesis) and worked examples from the seeds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stabdiag import _stats
+from stabdiag.detectors import DETECTORS, Curve
+
+SEED_STEPS = np.arange(1, 401)
+
+
+def curve(values, name="x", steps=None):
+    values = np.asarray(values, dtype=float)
+    steps = np.arange(1, len(values) + 1) if steps is None else np.asarray(steps)
+    return Curve(name, name, steps, values)
+
+
+def run_detector(name, **curves):
+    spec = DETECTORS[name]
+    return spec.fn(**curves, **spec.defaults())
+
+
+SINGLE = ("spike_vs_recent", "spike_vs_ema", "floor_breach", "level_above", "high_fraction_sustained")
+
+
+@settings(max_examples=30, deadline=None)
+@given(level=st.floats(0.5, 100), seed=st.integers(0, 10_000))
+def test_pure_noise_never_fires(level, seed):
+    rng = np.random.default_rng(seed)
+    noisy = curve(level * (1 + rng.normal(0, 0.02, 300)))
+    for name in ("spike_vs_recent", "spike_vs_ema", "floor_breach"):
+        assert run_detector(name, values=noisy) is None, name
+    assert run_detector("kl_entropy_joint", kl=noisy, entropy=noisy) is None
+
+
+@settings(max_examples=20, deadline=None)
+@given(shift=st.floats(-50, 50), seed=st.integers(0, 1000))
+def test_adding_a_constant_does_not_change_a_spike_finding(shift, seed):
+    rng = np.random.default_rng(seed)
+    base = 1.0 + rng.normal(0, 0.02, 200)
+    base[150] = 30.0
+    a = DETECTORS["spike_vs_recent"].fn(curve(base), window_points=20, min_ratio=1.0, min_jump_sd=10)
+    b = DETECTORS["spike_vs_recent"].fn(curve(base + shift), window_points=20, min_ratio=1.0, min_jump_sd=10)
+    assert (a is None) == (b is None)
+    assert a.start_step == b.start_step
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=st.lists(st.sampled_from([0.5, 1.0, math.nan, math.inf, -math.inf, 2.0]), min_size=0, max_size=60))
+def test_nan_and_inf_never_raise(values):
+    c = curve(values) if values else curve([])
+    for name in SINGLE:
+        if name == "high_fraction_sustained":
+            DETECTORS[name].fn(c, **DETECTORS[name].defaults())
+        else:
+            run_detector(name, values=c)
+    run_detector("first_nonfinite", loss=c)
+    run_detector("rising_trend_before_event", values=c)
+    run_detector("kl_entropy_joint", kl=c, entropy=c)
+    run_detector("trend_divergence", rising=c, flat=[c])
+    run_detector("growth_while_flat", growing=c, flat=[c])
+
+
+def test_short_series_return_none():
+    short = curve([1.0, 2.0, 50.0])
+    assert run_detector("spike_vs_recent", values=short) is None
+    assert run_detector("trend_divergence", rising=short, flat=[short]) is None
+
+
+@settings(max_examples=20, deadline=None)
+@given(height=st.floats(12, 1e6))
+def test_a_bigger_spike_never_turns_quiet(height):
+    base = np.ones(200) + np.random.default_rng(0).normal(0, 0.02, 200)
+    base[150] = height
+    assert run_detector("spike_vs_recent", values=curve(base)) is not None
+    base[150] = height * 10
+    assert run_detector("spike_vs_recent", values=curve(base)) is not None
+
+
+def test_seed_kl_entropy_example():
+    # seed 000: [0.80,0.20] -> [0.95,0.05] gives KL 0.19 -> 0.49 and entropy 0.50 -> 0.20
+    p0, p1, ref = np.array([0.8, 0.2]), np.array([0.95, 0.05]), np.array([0.5, 0.5])
+    kl = lambda p: float(np.sum(p * np.log(p / ref)))  # noqa: E731
+    ent = lambda p: float(-np.sum(p * np.log(p)))      # noqa: E731
+    assert round(kl(p0), 2) == 0.19 and round(kl(p1), 2) == 0.49
+    assert round(ent(p0), 2) == 0.50 and round(ent(p1), 2) == 0.20
+    frac = np.clip((SEED_STEPS - 100) / 150, 0, 1)
+    ev = run_detector("kl_entropy_joint", kl=curve(kl(p0) + (kl(p1) - kl(p0)) * frac),
+                      entropy=curve(ent(p0) + (ent(p1) - ent(p0)) * frac))
+    assert ev is not None and ev.severity is None  # both moved: a full fail
+
+
+def test_seed_logprob_ratio():
+    ev = run_detector("level_above", values=curve(np.full(50, -1.32 - (-1.51))))
+    assert ev is not None and abs(ev.values["ratio"] - 0.83) < 0.005 and ev.severity is None
+
+
+def test_grad_norm_spike_follows_seed_002_both_conditions():
+    g = np.full(100, 0.9)
+    g[60] = 4.9                       # > 5x EMA, but not > 5.0
+    assert run_detector("spike_vs_ema", values=curve(g)) is None
+    g[60] = 5.1
+    assert run_detector("spike_vs_ema", values=curve(g)).start_step == 61
+
+
+def test_stats_helpers():
+    x = np.array([1.0, 2.0, 3.0, 100.0])
+    assert _stats.robust_sd(x) < 5
+    assert _stats.theil_sen_slope(np.arange(10.0), 3 * np.arange(10.0) + 1) == 3.0
+    assert _stats.longest_true_run(np.array([0, 1, 1, 0, 1], bool)) == (1, 2)

@@ -1,0 +1,93 @@
+"""The top-down walk: root choice, downstream marking, difficulty explanation, unknown layers."""
+
+from __future__ import annotations
+
+from stabdiag.diagnosis import Status
+from stabdiag.engine import diagnose
+from tests.casegen import make_run
+
+CALM = {
+    "reward": {"ramp": [0.3, 0.8], "noise": 0.03},
+    "eval/math500_accuracy": {"every": 20, "ramp": [0.42, 0.58], "noise": 0.01},
+    "kl": {"ramp": [0.0005, 0.0045], "lognoise": 0.05},
+    "entropy": {"ramp": [1.2, 1.05], "noise": 0.02},
+    "loss": {"ramp": [0.02, 0.02], "noise": 0.01},
+    "grad_norm": {"ramp": [0.8, 0.8], "lognoise": 0.2},
+    "logprob_delta": {"ramp": [0.02, 0.02], "noise": 0.003},
+    "frac_reward_zero_std": {"ramp": [0.2, 0.2], "noise": 0.03},
+    "completions/mean_length": {"ramp": [400, 480], "noise": 10},
+}
+
+
+def run_with(**changes):
+    specs = {k: dict(v) for k, v in CALM.items()}
+    for key, spec in changes.items():
+        if spec is None:
+            specs.pop(key, None)
+        else:
+            specs[key] = spec
+    return make_run("t", specs)
+
+
+def test_calm_run_passes_every_layer():
+    diag = diagnose(run_with())
+    assert diag.verdict == "pass" and diag.root_layer is None
+    assert [layer.status for layer in diag.layers] == [Status.PASS] * 4
+    assert diag.exit_code("warn") == 0
+
+
+def test_root_is_the_first_failing_layer_and_lower_layers_are_downstream():
+    diag = diagnose(run_with(**{
+        "eval/math500_accuracy": {"every": 20, "ramp": [0.42, 0.42], "noise": 0.01},
+        "logprob_delta": {"ramp": [0.2, 0.2], "noise": 0.01},
+        "loss": {"ramp": [0.02, 0.02], "noise": 0.01, "nan_from": 390},
+    }))
+    assert diag.root_layer == 1
+    by_layer = {f.layer: f for f in diag.findings}
+    assert not by_layer[1].downstream
+    assert by_layer[3].downstream and by_layer[4].downstream
+    assert diag.layers[0].status is Status.FAIL and diag.layers[3].status is Status.FAIL
+
+
+def test_warn_layer_is_root_only_when_nothing_fails():
+    diag = diagnose(run_with(logprob_delta={"ramp": [0.07, 0.07], "noise": 0.003}))
+    assert diag.verdict == "warn" and diag.root_layer == 4
+    assert diag.exit_code("fail") == 0 and diag.exit_code("warn") == 1
+
+
+def test_entropy_drop_with_all_correct_groups_is_attributed_to_data():
+    collapse = {"kl": {"ramp": [0.01, 0.08], "ramp_steps": [150, 300], "lognoise": 0.05},
+                "entropy": {"ramp": [2.0, 0.5], "ramp_steps": [150, 330], "noise": 0.03},
+                "reward": {"ramp": [0.95, 0.95], "noise": 0.01}}
+    moving = diagnose(run_with(**collapse))
+    assert moving.root_layer == 2 and moving.layers[1].status is Status.FAIL
+    easy = diagnose(run_with(**collapse, frac_reward_zero_std={"ramp": [0.8, 0.8], "noise": 0.02}))
+    assert easy.root_layer == 1
+    layer2 = [f for f in easy.findings if f.layer == 2]
+    assert layer2 and all(f.severity == "warn" and f.explained_by and f.downstream for f in layer2)
+
+
+def test_missing_signals_make_a_layer_unknown_and_name_what_to_log():
+    diag = diagnose(run_with(logprob_delta=None))
+    layer4 = diag.layers[3]
+    assert layer4.status is Status.UNKNOWN and "logprob_delta" in layer4.missing_signals
+    assert {u.rule for u in diag.unknown} >= {"L4.logprob-mismatch"}
+
+
+def test_behaviour_rules_stop_at_the_first_nonfinite_step():
+    # after the NaN the run is broken: reward collapsing afterwards must not read as a layer-2 problem
+    diag = diagnose(run_with(
+        loss={"ramp": [0.02, 0.02], "noise": 0.01, "nan_from": 300},
+        entropy={"ramp": [1.2, 1.05], "noise": 0.02, "set": {s: 0.1 for s in range(301, 401)}},
+    ))
+    assert diag.first_nonfinite_step == 300
+    assert diag.root_layer == 3
+    assert not [f for f in diag.findings if f.layer == 2]
+
+
+def test_to_dict_round_trips_through_json():
+    import json
+
+    diag = diagnose(run_with(grad_norm={"ramp": [0.8, 0.8], "lognoise": 0.2, "set": {200: "inf"}}))
+    data = json.loads(json.dumps(diag.to_dict(), allow_nan=False))
+    assert data["root_layer"] == 3 and data["first_nonfinite_step"] == 200

@@ -1,0 +1,56 @@
+"""One pytest id per case in tests/rule_cases/<rule-id>.toml: does the rule fire, stay quiet, or say
+unknown as the case says, with the evidence it names?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stabdiag import _toml
+from stabdiag.engine import diagnose
+from tests.casegen import make_run
+
+CASES_DIR = Path(__file__).parent / "rule_cases"
+
+
+def _cases():
+    for path in sorted(CASES_DIR.glob("*.toml")):
+        data = _toml.loads(path.read_text())
+        for case in data["case"]:
+            marks = [pytest.mark.xfail(strict=True)] if case["expect"].startswith("todo-") else []
+            yield pytest.param(data["rule"], case, id=f"{data['rule']}::{case['name']}", marks=marks)
+
+
+def _check_evidence(finding, expected: dict) -> None:
+    ev = finding.evidence
+    for key, value in expected.items():
+        if key == "start":
+            assert finding.start_step == value
+        elif key.endswith("_min"):
+            field = key[:-4]
+            actual = finding.end_step if field == "end" else ev[field]
+            assert actual >= value, (field, actual)
+        elif key.endswith("_max"):
+            assert ev[key[:-4]] <= value, (key, ev[key[:-4]])
+        else:
+            assert ev[key] == value, (key, ev[key])
+
+
+@pytest.mark.parametrize("rule_id, case", list(_cases()))
+def test_rule_case(rule_id, case):
+    run = make_run(case["name"], case["series"])
+    diag = diagnose(run, select=[rule_id])
+    expect = case["expect"].removeprefix("todo-")
+    fired = [f for f in diag.findings if f.rule == rule_id]
+    unknown = [u for u in diag.unknown if u.rule == rule_id]
+    if expect == "unknown":
+        assert unknown and not fired
+    elif expect == "quiet":
+        assert not unknown, unknown
+        assert not fired, fired[0].message if fired else ""
+    else:
+        assert fired, f"{rule_id} did not fire"
+        if "severity" in case:
+            assert fired[0].severity == case["severity"], fired[0].message
+        _check_evidence(fired[0], case.get("evidence", {}))

@@ -84,17 +84,97 @@ def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str],
     return runs
 
 
+def _settings(paths: list[str], config: Optional[str], flags: dict):
+    """Defaults < config file (--config, else found next to the run or in the cwd) < flags."""
+    from .config import find_config, read_config, resolve_settings
+    from .signals import parse_mapping
+
+    flags = {**flags, "map": parse_mapping(flags.get("map"))}
+    cfg = read_config(config) if config else find_config(paths)
+    if config and cfg is None:
+        raise ConfigError(f"--config {config}: no [tool.stabdiag] table in it")
+    return resolve_settings(cfg, flags)
+
+
+def _check_file_map(settings, run) -> None:
+    """A --map entry from a config file names a key the run lacks: say which file and key."""
+    for signal, key in settings.map.items():
+        where = settings.map_origin.get(signal, "--map")
+        if where != "--map" and key not in run.series:
+            raise ConfigError(f"{where}: run '{run.name}' has no key '{key}'")
+
+
+def _diagnose_all(runs, rules, settings):
+    from .engine import diagnose
+
+    out = []
+    for run in runs:
+        _check_file_map(settings, run)
+        out.append(diagnose(run, rules=rules, mapping=settings.map, select=list(settings.select),
+                            ignore=list(settings.ignore), params=settings.params))
+    return out
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise ConfigError(f"--output {path}: cannot write the report ({exc.strerror or exc})") from None
+
+
+def _baseline(path: str, with_files: list[str], step_col: Optional[str], rules, settings):
+    runs = _load_runs([path], with_files, step_col, progress=False, refresh=False)
+    if len(runs) != 1:
+        raise ConfigError(f"--baseline {path}: expected one run; found {len(runs)}")
+    return _diagnose_all(runs, rules, settings)[0]
+
+
+def _with_comparisons(text: str, fmt: str, comparisons) -> str:
+    """The report with the baseline comparison added in the format's own way."""
+    from .report.github import command
+
+    if not comparisons:
+        return text
+    if fmt == "json":
+        doc = json.loads(text)
+        doc["comparisons"] = [c.to_dict() for c in comparisons]
+        return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    if fmt == "markdown":
+        return text + "\n" + "\n".join(c.markdown() for c in comparisons)
+    if fmt == "github":
+        return text + "".join(command("notice", c.summary, title=f"stabdiag baseline {c.baseline} -> {c.run}")
+                              + "\n" for c in comparisons)
+    if fmt == "terminal":
+        return text + "\n" + "".join(c.text() for c in comparisons)
+    return text
+
+
 @app.command()
 def check(
     paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
-    format: str = typer.Option("terminal", "--format", "-f", help="terminal or json."),
-    fail_on: str = typer.Option("fail", "--fail-on", help="Exit 1 on findings at or above: warn or fail."),
+    format: str = typer.Option("terminal", "--format", "-f",
+                               help="terminal, json, junit, markdown or github (annotations)."),
+    output: Optional[str] = typer.Option(None, "--output", "-o",
+                                         help="Write the --format report to FILE; the terminal report "
+                                              "still prints."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on",
+                                          help="Exit 1 on findings at or above: warn or fail "
+                                               "(default: fail, or the config file's)."),
     mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY: read SIGNAL from your metric KEY."),
     select: list[str] = typer.Option([], "--select", help="Only these rule ids or prefixes (L1, L3.loss-spike)."),
     ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids or prefixes."),
+    params: list[str] = typer.Option([], "--param", help="RULE.NAME=VALUE: override a rule parameter "
+                                                         "(e.g. L3.grad-norm-spike.ratio_vs_ema=10)."),
     with_files: list[str] = typer.Option([], "--with", help="Extra series to merge into each run "
                                                             "(e.g. drift.csv from stabdiag probe)."),
     rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="A baseline run (e.g. before a fix): "
+                                                                    "per layer, what changed."),
+    config: Optional[str] = typer.Option(None, "--config", help="Config file (stabdiag.toml or "
+                                                                "pyproject.toml) instead of the one found."),
+    show_settings: bool = typer.Option(False, "--show-settings", help="Print the resolved settings and "
+                                                                      "where each came from, then exit."),
     step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
     refresh: bool = typer.Option(False, "--refresh", help="Refetch online runs instead of using the cache."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (2 stays 2)."),
@@ -102,26 +182,93 @@ def check(
 ) -> None:
     """Diagnose runs: which layer failed first, the evidence, what to check first."""
     def body() -> None:
-        from .engine import diagnose
-        from .report import render
-        from .rules import load_rules
-        from .signals import parse_mapping
+        from .baseline import compare
+        from .report import FORMATS, render
+        from .report.sparkline import with_trends
+        from .rules import select_rules
 
-        fmt = _choice("--format", format, ("terminal", "json"))
-        bar = _choice("--fail-on", fail_on, FAIL_ON)
-        user_map = parse_mapping(mapping)
-        rules = load_rules(rules_dir)
-        runs = _load_runs(paths, with_files, step_col, progress=fmt == "terminal", refresh=refresh)
-        diagnoses = [diagnose(r, rules=rules, mapping=user_map, select=select, ignore=ignore) for r in runs]
-        color = fmt == "terminal" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        fmt = _choice("--format", format, FORMATS)
+        if fail_on is not None:
+            _choice("--fail-on", fail_on, FAIL_ON)
+        settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
+                                                    "fail-on": fail_on, "map": mapping, "param": params})
+        if show_settings:
+            sys.stdout.write(settings.show())
+            return
+        terminal = fmt == "terminal" or output is not None
+        runs = _load_runs(paths, with_files, step_col, progress=terminal, refresh=refresh)
+        diagnoses = _diagnose_all(runs, rules, settings)
+        if fmt in ("terminal", "markdown") or terminal:
+            diagnoses = [with_trends(d, r, mapping=settings.map) for d, r in zip(diagnoses, runs)]
+        comparisons = []
+        if baseline is not None:
+            before = _baseline(baseline, with_files, step_col, rules, settings)
+            comparisons = [compare(before, d) for d in diagnoses]
+        chosen = select_rules(rules, list(settings.select), list(settings.ignore))
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
-        sys.stdout.write(render(diagnoses, fmt, width=width, color=color))
-        for diag in diagnoses:
-            for note in diag.notes:
-                if fmt == "json":
+        options = {"fail_on": settings.fail_on, "rules": chosen}
+        if output is not None:
+            report = render(diagnoses, fmt, width=100, color=False, **options)
+            _write(output, _with_comparisons(report, fmt, comparisons))
+        if terminal:
+            report = render(diagnoses, "terminal", width=width, color=color, **options)
+            sys.stdout.write(_with_comparisons(report, "terminal", comparisons))
+        else:
+            sys.stdout.write(_with_comparisons(render(diagnoses, fmt, **options), fmt, comparisons))
+            if fmt == "junit":
+                for c in comparisons:
+                    print(f"baseline: {c.summary}", file=sys.stderr)
+        if not terminal:
+            for diag in diagnoses:
+                for note in diag.notes:
                     print(f"warning: {diag.run}: {note}", file=sys.stderr)
-        code = max((d.exit_code(bar) for d in diagnoses), default=0)
+        code = max((d.exit_code(settings.fail_on) for d in diagnoses), default=0)
         raise _Exit(0 if exit_zero else code)
+
+    _guarded(body, debug)
+
+
+@app.command()
+def plot(
+    paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Image file, or a folder for one "
+                                                                      "image per run (default: RUN.timeline.png)."),
+    format: Optional[str] = typer.Option(None, "--format", "-f", help="png or svg (default: from -o, else png)."),
+    mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY: read SIGNAL from your metric KEY."),
+    select: list[str] = typer.Option([], "--select", help="Only these rule ids or prefixes."),
+    ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids or prefixes."),
+    params: list[str] = typer.Option([], "--param", help="RULE.NAME=VALUE: override a rule parameter."),
+    with_files: list[str] = typer.Option([], "--with", help="Extra series to merge into each run."),
+    rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
+    config: Optional[str] = typer.Option(None, "--config", help="Config file instead of the one found."),
+    step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+) -> None:
+    """Draw each run's timeline: four layer panels, findings shaded, the first NaN/Inf marked."""
+    def body() -> None:
+        from pathlib import Path
+
+        from .plot import FORMATS, default_name
+        from .plot import plot as draw
+
+        suffix = Path(output).suffix.lstrip(".").lower() if output else ""
+        fmt = _choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
+        settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
+                                                    "map": mapping, "param": params})
+        runs = _load_runs(paths, with_files, step_col, progress=False, refresh=False)
+        folder = output is not None and (Path(output).is_dir() or not suffix)
+        if len(runs) > 1 and output is not None and not folder:
+            raise ConfigError(f"-o {output}: the input holds {len(runs)} runs; give a folder to write one "
+                              "image per run")
+        if folder:
+            Path(output).mkdir(parents=True, exist_ok=True)
+        for run, diag in zip(runs, _diagnose_all(runs, rules, settings)):
+            target = (str(Path(output) / default_name(run.name, fmt)) if folder
+                      else output or default_name(run.name, fmt))
+            draw(run, diag, target, fmt, mapping=settings.map)
+            root = "no layer failed" if diag.root_layer is None else f"root layer {diag.root_layer}"
+            print(f"wrote {target} ({diag.run}: {diag.verdict}, {root})")
 
     _guarded(body, debug)
 

@@ -71,6 +71,19 @@ class LayerResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Trend:
+    """A signal downsampled for display (sparklines): `values` are equal-width step bins over
+    `Diagnosis.steps`; None marks a bin without points, NaN a bin holding a non-finite value."""
+
+    signal: str
+    key: str
+    layer: int
+    values: tuple[float | None, ...]
+    first: float | None = None     # first and last finite values, for "0.30 -> 0.81" labels
+    last: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnosis:
     """What `stabdiag check` concluded about one run."""
 
@@ -85,6 +98,7 @@ class Diagnosis:
     first_nonfinite_step: int | None = None
     steps: tuple[int, int] | None = None
     sources: tuple[str, ...] = field(default=())
+    trends: tuple[Trend, ...] = field(default=(), compare=False)   # display only; not in to_dict()
 
     @property
     def verdict(self) -> str:

@@ -10,8 +10,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..diagnosis import Diagnosis, Status
+from ..diagnosis import Diagnosis, Finding, Status, Trend
 from ..rules import LAYER_NAMES
+from .sparkline import cell_steps, rebin, short, sparkline
 
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
 
@@ -43,7 +44,40 @@ def _verdict_line(diag: Diagnosis) -> Text:
     return text
 
 
-def _layer_table(diag: Diagnosis) -> Table:
+def _spark_text(trend: Trend, name_w: int, spark_w: int, span: tuple[int, int],
+                findings: tuple[Finding, ...], labels: bool) -> Text:
+    """One signal's sparkline; the cells inside a finding's step range take the finding's colour."""
+    cells = rebin(trend.values, spark_w)
+    text = Text(f"{trend.signal[:name_w]:<{name_w}} ", style="dim")
+    for i, char in enumerate(sparkline(cells)):
+        a, b = cell_steps(span, len(cells), i)
+        hit = [f for f in findings if f.start_step < b and f.end_step >= a]
+        style = "bold red" if char == "×" else _STYLE[max(hit, key=lambda f: f.severity == "fail").severity] \
+            if hit else ""
+        text.append(char, style=style)
+    if labels and trend.first is not None and trend.last is not None:
+        text.append(f" {short(trend.first)} -> {short(trend.last)}", style="dim")
+    return text
+
+
+def _sparklines(diag: Diagnosis, layer: int, width: int) -> list[Text]:
+    """The layer's signals as sparklines fitted to the evidence column; none when it is too narrow."""
+    mine = [t for t in diag.trends if t.layer == layer]
+    if not mine or diag.steps is None:
+        return []
+    name_w = min(16, max(len(t.signal) for t in diag.trends))
+    column = width - 40                      # what the layer, status and onset columns leave
+    spark_w = min(48, column - name_w - 1 - 22)
+    labels = spark_w >= 12
+    if not labels:
+        spark_w = min(48, column - name_w - 1)
+    if spark_w < 8:
+        return []
+    findings = diag.layers[layer - 1].findings
+    return [_spark_text(t, name_w, spark_w, diag.steps, findings, labels) for t in mine]
+
+
+def _layer_table(diag: Diagnosis, width: int = 100, sparklines: bool = True) -> Table:
     table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
     table.add_column("layer", no_wrap=True)
     table.add_column("status", no_wrap=True)
@@ -53,10 +87,13 @@ def _layer_table(diag: Diagnosis) -> Table:
         status = result.status.value
         marker = " (root)" if result.layer == diag.root_layer else ""
         downstream = diag.root_layer is not None and result.layer > diag.root_layer and result.findings
+        evidence = Text(("(downstream) " if downstream else "") + _layer_evidence(diag, result.layer))
+        lines = _sparklines(diag, result.layer, width) if sparklines else []
+        if lines:
+            evidence = Text("\n").join(([evidence] if evidence.plain else []) + lines)
         table.add_row(f"{result.layer} {LAYER_NAMES[result.layer]}",
                       Text(status + marker, style=_STYLE[status]),
-                      "" if result.onset_step is None else str(result.onset_step),
-                      Text(("(downstream) " if downstream else "") + _layer_evidence(diag, result.layer)))
+                      "" if result.onset_step is None else str(result.onset_step), evidence)
     return table
 
 
@@ -70,9 +107,9 @@ def _items(console: Console, rows: list[tuple[Text | str, Text | str]]) -> None:
     console.print(Padding(grid, (0, 0, 0, 2)))
 
 
-def _print_run(console: Console, diag: Diagnosis) -> None:
+def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> None:
     console.print(_verdict_line(diag))
-    console.print(_layer_table(diag))
+    console.print(_layer_table(diag, console.width, sparklines))
     root = diag.root_findings()
     if root:
         console.print(Text(f"Check first (layer {diag.root_layer}, {LAYER_NAMES[diag.root_layer]}):",
@@ -98,14 +135,17 @@ def _print_run(console: Console, diag: Diagnosis) -> None:
         console.print(Text(f"note: {note}", style="dim"))
 
 
-def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool = False, **options) -> str:
+def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool = False,
+           sparklines: bool = True, **options) -> str:
+    """The terminal report; sparklines appear for diagnoses that carry trends (`with_trends`) and
+    are left out when the terminal is too narrow for them."""
     buffer = io.StringIO()
     console = Console(file=buffer, width=width or 100, force_terminal=color, no_color=not color,
                       highlight=False, soft_wrap=False)
     for i, diag in enumerate(diagnoses):
         if i:
             console.print()
-        _print_run(console, diag)
+        _print_run(console, diag, sparklines)
     if len(diagnoses) > 1:
         counts = {v: sum(d.verdict == v for d in diagnoses) for v in ("pass", "warn", "fail")}
         console.print()

@@ -1,0 +1,313 @@
+"""Settings for `stabdiag check`: defaults, then a config file, then command-line flags (flags win).
+
+The file is `[tool.stabdiag]` in a `pyproject.toml`, or the top level of a `stabdiag.toml`, found next to
+the run (the run directory, or the folder holding the run file) or in the working directory; a
+`stabdiag.toml` wins over a `pyproject.toml` in the same folder.  Keys are the long option names in
+kebab-case (ruff's convention) and anything the reader does not understand is refused, naming the file
+and the key, because a silently ignored `fail_on = "warn"` turns a CI gate off without anyone noticing.
+
+    [tool.stabdiag]
+    fail-on = "warn"
+    select  = ["L1", "L2"]
+    ignore  = ["L2.entropy-below-floor"]
+    rules   = ["ci/rules"]                 # relative to the file
+    [tool.stabdiag.map]
+    reward = "critic/score/mean"
+    [tool.stabdiag.params."L3.grad-norm-spike"]
+    ratio_vs_ema = 10
+
+Lists (`select`, `ignore`, `rules`) given on the command line replace the file's; tables (`map`,
+`params`) are merged entry by entry, the flag's entry winning.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import _toml
+from .errors import ConfigError, RuleError
+from .rules import Rule, get_rule
+
+KEYS = ("map", "select", "ignore", "params", "fail-on", "rules")
+FAIL_ON = ("warn", "fail")
+DEFAULTS: dict[str, object] = {"map": {}, "select": (), "ignore": (), "params": {}, "fail-on": "fail",
+                               "rules": ()}
+FLAGS = {"map": "--map", "select": "--select", "ignore": "--ignore", "params": "--param",
+         "fail-on": "--fail-on", "rules": "--rules"}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    """A config file's raw `[tool.stabdiag]` table, with where it came from for error messages."""
+
+    path: Path
+    table: dict
+    where: str          # e.g. "pyproject.toml [tool.stabdiag]", used as the `<where>` of errors
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.where}: {key}: {problem}")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The resolved settings of one `check`, and where each value came from (default, file or flag)."""
+
+    map: dict[str, str] = field(default_factory=dict)
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    params: dict[str, dict[str, float]] = field(default_factory=dict)
+    fail_on: str = "fail"
+    rules: tuple[str, ...] = ()
+    origin: dict[str, str] = field(default_factory=dict)   # key -> "default" | file | flag
+    file: str | None = None
+    map_origin: dict[str, str] = field(default_factory=dict)  # signal -> where its --map entry came from
+
+    def show(self) -> str:
+        """`--show-settings`: each resolved value and where it came from."""
+        def fmt(key: str) -> str:
+            value = {"map": self.map, "select": self.select, "ignore": self.ignore, "params": self.params,
+                     "fail-on": self.fail_on, "rules": self.rules}[key]
+            if key == "map":
+                return ", ".join(f"{s}={k}" for s, k in value.items()) or "-"
+            if key == "params":
+                return ", ".join(f"{rid}.{name}={v:g}" for rid, ps in value.items()
+                                 for name, v in ps.items()) or "-"
+            if isinstance(value, tuple):
+                return ", ".join(value) or "-"
+            return str(value)
+        lines = [f"{'config':<8} {self.file or '(none found)'}"]
+        lines += [f"{key:<8} {fmt(key)}  ({self.origin.get(key, 'default')})" for key in KEYS]
+        return "\n".join(lines) + "\n"
+
+
+def _display(path: Path) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+    return rel if not rel.startswith("..") else str(path)
+
+
+def read_config(path: str | os.PathLike[str]) -> ConfigFile | None:
+    """Read one config file; None for a pyproject.toml without a [tool.stabdiag] table."""
+    path = Path(path)
+    shown = _display(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read the config file ({exc.strerror or exc})") from None
+    try:
+        data = _toml.loads(text)
+    except _toml.TOMLDecodeError as exc:
+        raise ConfigError(f"{shown}: not valid TOML: {exc}") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("stabdiag")
+        if table is None:
+            return None
+        if not isinstance(table, dict):
+            raise ConfigError(f"{shown}: [tool.stabdiag] must be a table")
+        return ConfigFile(path, table, f"{shown} [tool.stabdiag]")
+    return ConfigFile(path, data, shown)
+
+
+def find_config(paths: list[str], cwd: str | os.PathLike[str] | None = None) -> ConfigFile | None:
+    """The config next to the first local run path, else in the working directory; None if neither."""
+    folders: list[Path] = []
+    for p in paths:
+        if "://" in p:
+            continue
+        local = Path(p)
+        folders.append(local if local.is_dir() else local.parent)
+        break
+    folders.append(Path(cwd) if cwd is not None else Path.cwd())
+    seen: set[Path] = set()
+    for folder in folders:
+        resolved = folder.resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        for name in ("stabdiag.toml", "pyproject.toml"):
+            candidate = folder / name
+            if candidate.is_file():
+                found = read_config(candidate)
+                if found is not None:
+                    return found
+    return None
+
+
+def _unknown_key(cfg: ConfigFile, key: str) -> ConfigError:
+    snake = key.replace("_", "-")
+    if snake in KEYS:
+        hint = f" (keys are kebab-case: did you mean '{snake}'?)"
+    else:
+        close = difflib.get_close_matches(key, KEYS, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else f" (known keys: {', '.join(KEYS)})"
+    return ConfigError(f"{cfg.where}: unknown key '{key}'{hint}")
+
+
+def _string_list(cfg: ConfigFile, key: str) -> tuple[str, ...]:
+    value = cfg.table[key]
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise cfg.error(key, f"expected a list of strings; got {value!r}")
+    return tuple(value)
+
+
+def _file_values(cfg: ConfigFile) -> dict[str, object]:
+    """The file's values, type-checked; rule ids are checked later, once the rules are loaded."""
+    values: dict[str, object] = {}
+    for key in cfg.table:
+        if key not in KEYS:
+            raise _unknown_key(cfg, key)
+    for key in ("select", "ignore"):
+        if key in cfg.table:
+            values[key] = _string_list(cfg, key)
+    if "rules" in cfg.table:
+        folders = tuple(cfg.path.parent / d for d in _string_list(cfg, "rules"))
+        for folder in folders:
+            if not folder.is_dir():
+                raise cfg.error("rules", f"rules directory '{_display(folder)}' not found "
+                                         "(paths are relative to the config file)")
+        values["rules"] = tuple(str(folder) for folder in folders)
+    if "fail-on" in cfg.table:
+        value = cfg.table["fail-on"]
+        if value not in FAIL_ON:
+            raise cfg.error("fail-on", f"expected one of {', '.join(FAIL_ON)}; got {value!r}")
+        values["fail-on"] = value
+    if "map" in cfg.table:
+        table = cfg.table["map"]
+        if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+            raise cfg.error("map", "expected a table of SIGNAL = \"metric key\"")
+        _check_signals(cfg, table)
+        values["map"] = dict(table)
+    if "params" in cfg.table:
+        table = cfg.table["params"]
+        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+            raise cfg.error("params", "expected tables of parameters per rule, e.g. "
+                                      "[tool.stabdiag.params.\"L3.grad-norm-spike\"] ratio_vs_ema = 10")
+        values["params"] = table
+    return values
+
+
+def _check_signals(cfg: ConfigFile, table: dict) -> None:
+    from .signals import default_alias_table
+
+    known = default_alias_table()
+    for signal in table:
+        if not known.is_known(signal):
+            close = difflib.get_close_matches(signal, list(known.signals), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise cfg.error(f"map.{signal}", f"unknown signal '{signal}'{hint}")
+
+
+def check_selectors(selectors: tuple[str, ...], rules: tuple[Rule, ...], where: str) -> None:
+    """Every --select/--ignore entry must name a rule, an alias, or a prefix of one (L1, L3.loss-spike)."""
+    names = [name for rule in rules for name in (rule.id, *rule.aliases)]
+    for selector in selectors:
+        if not any(name == selector or name.startswith(selector + ".") for name in names):
+            close = difflib.get_close_matches(selector, names, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{where}: unknown rule id or prefix '{selector}'{hint}")
+
+
+def check_param(rule_id: str, name: str, value: object, rules: tuple[Rule, ...], where: str) -> tuple[str, float]:
+    """Validate one rule parameter against its detector's declaration; returns (canonical id, value)."""
+    try:
+        rule = get_rule(rule_id, rules)
+    except RuleError:
+        close = difflib.get_close_matches(rule_id, [r.id for r in rules], n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ConfigError(f"{where}: unknown rule id '{rule_id}'{hint}") from None
+    declared = {p.name: p for p in rule.spec.params}
+    if name not in declared:
+        close = difflib.get_close_matches(name, list(declared), n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise ConfigError(f"{where}: rule {rule.id} (detector {rule.spec.name}) has no parameter '{name}'; "
+                          f"{hint}it has: {', '.join(declared) or 'none'}")
+    p = declared[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: expected a number; got {value!r}")
+    if not p.low <= value <= p.high:
+        raise ConfigError(f"{where}: {value:g} is outside the allowed range [{p.low:g}, {p.high:g}] "
+                          f"({p.meaning})")
+    return rule.id, float(value)
+
+
+def parse_param_flags(items: list[str], rules: tuple[Rule, ...]) -> dict[str, dict[str, float]]:
+    """`--param RULE.NAME=VALUE` flags (rule ids contain dots: the name is after the last one)."""
+    params: dict[str, dict[str, float]] = {}
+    for item in items:
+        target, sep, raw = item.partition("=")
+        rule_id, dot, name = target.strip().rpartition(".")
+        if not sep or not dot or not rule_id or not name or not raw.strip():
+            raise ConfigError(f"--param: expected RULE.NAME=VALUE (e.g. L3.grad-norm-spike.ratio_vs_ema=10); "
+                              f"got {item!r}")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(f"--param {target}: expected a number; got {raw.strip()!r}") from None
+        rid, value = check_param(rule_id, name.strip(), value, rules, f"--param {target}")
+        params.setdefault(rid, {})[name.strip()] = value
+    return params
+
+
+def _file_params(cfg: ConfigFile, table: dict, rules: tuple[Rule, ...]) -> dict[str, dict[str, float]]:
+    params: dict[str, dict[str, float]] = {}
+    for rule_id, values in table.items():
+        for name, value in values.items():
+            rid, number = check_param(rule_id, name, value, rules, f"{cfg.where}: params.{rule_id}.{name}")
+            params.setdefault(rid, {})[name] = number
+    return params
+
+
+def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
+                     load_rules=None) -> tuple[Settings, tuple[Rule, ...]]:
+    """Merge defaults < file < flags, load the rules the result names, and validate ids against them.
+
+    `flags` holds only options given on the command line: select, ignore, rules (lists), fail-on (str),
+    map (dict) and param (list of RULE.NAME=VALUE strings).
+    """
+    if load_rules is None:
+        from .rules import load_rules
+    file_values = _file_values(cfg) if cfg is not None else {}
+    where_file = cfg.where if cfg is not None else ""
+    origin: dict[str, str] = {}
+    merged: dict[str, object] = {}
+    for key in ("select", "ignore", "rules", "fail-on"):
+        if flags.get(key):
+            merged[key], origin[key] = flags[key], f"flag {FLAGS[key]}"
+        elif key in file_values:
+            merged[key], origin[key] = file_values[key], f"file {where_file}"
+        else:
+            merged[key], origin[key] = DEFAULTS[key], "default"
+    fail_on = str(merged["fail-on"])
+    if fail_on not in FAIL_ON:
+        raise ConfigError(f"--fail-on: expected one of {', '.join(FAIL_ON)}; got {fail_on!r}")
+    rules = load_rules(list(merged["rules"]))
+    select, ignore = tuple(merged["select"]), tuple(merged["ignore"])
+    for key, selectors in (("select", select), ("ignore", ignore)):
+        where = FLAGS[key] if origin[key].startswith("flag") else f"{where_file}: {key}"
+        check_selectors(selectors, rules, where)
+    mapping = dict(file_values.get("map", {}))
+    map_origin = {signal: f"{where_file}: map.{signal}" for signal in mapping}
+    for signal, key in dict(flags.get("map") or {}).items():
+        mapping[signal] = key
+        map_origin[signal] = "--map"
+    origin["map"] = _table_origin(file_values.get("map"), flags.get("map"), where_file, "--map")
+    params = _file_params(cfg, file_values["params"], rules) if cfg and "params" in file_values else {}
+    for rid, values in parse_param_flags(list(flags.get("param") or []), rules).items():
+        params.setdefault(rid, {}).update(values)
+    origin["params"] = _table_origin(file_values.get("params"), flags.get("param"), where_file, "--param")
+    settings = Settings(map=mapping, select=select, ignore=ignore, params=params, fail_on=fail_on,
+                        rules=tuple(merged["rules"]), origin=origin,
+                        file=where_file or None, map_origin=map_origin)
+    return settings, rules
+
+
+def _table_origin(from_file, from_flags, where_file: str, flag: str) -> str:
+    parts = ([f"file {where_file}"] if from_file else []) + ([f"flag {flag}"] if from_flags else [])
+    return " + ".join(parts) or "default"

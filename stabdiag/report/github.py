@@ -1,0 +1,70 @@
+"""GitHub Actions workflow commands: one `::error` / `::warning` annotation per finding.
+
+    ::error file=runs/a/metrics.jsonl,title=L1.reward-eval-divergence (root layer 1)::reward 0.37 -> ...
+
+A `fail` finding is an error and a `warn` finding a warning; layers that could not be judged get one
+`::notice` each.  Values are escaped the way the Actions runner expects (`%`, CR and LF everywhere;
+also `:` and `,` inside properties), so a message can never end the command early.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..diagnosis import Diagnosis, Status
+from ..rules import LAYER_NAMES
+
+_LEVEL = {"fail": "error", "warn": "warning"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(level: str, message: str, **properties: str) -> str:
+    """One workflow command line, e.g. command("error", "msg", file="a.csv", title="t")."""
+    props = ",".join(f"{k}={escape_property(v)}" for k, v in properties.items() if v)
+    return f"::{level}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def _file(diag: Diagnosis) -> str:
+    """The run's first source as a path relative to the working directory (the repository root in
+    Actions), so the annotation links to the file; empty for online runs."""
+    if not diag.sources or "://" in diag.sources[0]:
+        return ""
+    path = diag.sources[0]
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def render(diagnoses: list[Diagnosis], **options) -> str:
+    lines: list[str] = []
+    for diag in diagnoses:
+        file = _file(diag)
+        for f in diag.findings:
+            if f.downstream:
+                role = f"downstream of layer {diag.root_layer}"
+            elif f.layer == diag.root_layer:
+                role = f"root layer {f.layer}"
+            else:
+                role = f"layer {f.layer}"
+            message = f"{diag.run}: {f.title}. {f.message} (steps {f.start_step}-{f.end_step})"
+            if f.layer == diag.root_layer and f.check_first:
+                message += f"\nCheck first: {f.check_first[0]}"
+            elif f.downstream:
+                message += f"\nLikely a consequence of layer {diag.root_layer}; do not fix from the bottom up."
+            lines.append(command(_LEVEL[f.severity], message, file=file,
+                                 title=f"stabdiag {f.rule} ({role})"))
+        for r in diag.layers:
+            if r.status is Status.UNKNOWN:
+                lines.append(command("notice", f"{diag.run}: layer {r.layer} ({LAYER_NAMES[r.layer]}) not "
+                                     f"judged; start logging {', '.join(r.missing_signals)}",
+                                     file=file, title=f"stabdiag layer {r.layer} not judged"))
+    return "\n".join(lines) + ("\n" if lines else "")

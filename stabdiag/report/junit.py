@@ -1,0 +1,88 @@
+"""The JUnit XML report, the test-result format Jenkins, GitLab and most CI systems render.
+
+One <testsuite> per run and one <testcase> per rule that was selected: a rule that fired at or above
+`fail_on` holds a <failure>; one that fired below it passes with the finding in <system-out>; a rule the
+run could not judge (missing signals) is <skipped>.  classname is "<run>.L<layer>", so CI tables group
+the rules of a layer together.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from ..diagnosis import SEVERITY_RANK, Diagnosis, Finding
+from ..rules import LAYER_NAMES
+
+
+def _rule_list(diag: Diagnosis, rules) -> list[tuple[str, int]]:
+    """(rule id, layer) for every rule that was checked, in layer order."""
+    seen: dict[str, int] = {}
+    for rule in rules or ():
+        seen.setdefault(rule.id, rule.layer)
+    for item in (*diag.findings, *diag.unknown):
+        seen.setdefault(item.rule, item.layer)
+    return sorted(seen.items(), key=lambda kv: kv[1])
+
+
+def _failure_text(diag: Diagnosis, f: Finding) -> str:
+    lines = [f"{f.rule}: {f.title}", f"steps {f.start_step}-{f.end_step}: {f.message}"]
+    if f.downstream:
+        lines.append(f"downstream of the root layer {diag.root_layer} "
+                     f"({LAYER_NAMES[diag.root_layer]}): likely a consequence; fix the root layer first")
+    elif f.layer == diag.root_layer:
+        lines.append(f"root layer {f.layer} ({LAYER_NAMES[f.layer]}) - check first:")
+        lines += [f"  {i}. {step}" for i, step in enumerate(f.check_first, 1)]
+    return "\n".join(lines)
+
+
+def _suite(diag: Diagnosis, rules, fail_on: str) -> ET.Element:
+    suite = ET.Element("testsuite", name=diag.run)
+    found = {f.rule: f for f in diag.findings}
+    missing = {u.rule: u for u in diag.unknown}
+    counts = {"tests": 0, "failures": 0, "skipped": 0}
+    bar = SEVERITY_RANK[fail_on]
+    for rule_id, layer in _rule_list(diag, rules):
+        case = ET.SubElement(suite, "testcase", classname=f"{diag.run}.L{layer}", name=rule_id, time="0")
+        counts["tests"] += 1
+        if rule_id in missing:
+            gap = ", ".join(missing[rule_id].missing)
+            ET.SubElement(case, "skipped", message=f"not judged: the run does not log {gap}")
+            counts["skipped"] += 1
+        elif rule_id in found:
+            f = found[rule_id]
+            if SEVERITY_RANK[f.severity] >= bar:
+                failure = ET.SubElement(case, "failure", message=f.message, type=f.severity)
+                failure.text = _failure_text(diag, f)
+                counts["failures"] += 1
+            else:
+                ET.SubElement(case, "system-out").text = f"{f.severity}: " + _failure_text(diag, f)
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    suite.set("errors", "0")
+    suite.set("time", "0")
+    props = ET.Element("properties")
+    root = "none" if diag.root_layer is None else str(diag.root_layer)
+    for name, value in (("verdict", diag.verdict), ("root_layer", root),
+                        ("steps", "" if diag.steps is None else f"{diag.steps[0]}-{diag.steps[1]}")):
+        ET.SubElement(props, "property", name=name, value=value)
+    suite.insert(0, props)
+    if diag.notes:
+        ET.SubElement(suite, "system-out").text = "\n".join(f"note: {n}" for n in diag.notes)
+    return suite
+
+
+def render(diagnoses: list[Diagnosis], *, fail_on: str = "fail", rules=None, **options) -> str:
+    """JUnit XML for the runs; `rules` are the selected rules (passing ones become passing testcases;
+    without it only the rules that fired or could not run are listed)."""
+    root = ET.Element("testsuites", name="stabdiag")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for diag in diagnoses:
+        suite = _suite(diag, rules, fail_on)
+        root.append(suite)
+        for key in totals:
+            totals[key] += int(suite.get(key, "0"))
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("time", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

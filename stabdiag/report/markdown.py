@@ -1,0 +1,99 @@
+"""The Markdown report, for a GitHub job summary ($GITHUB_STEP_SUMMARY) or a pull-request comment.
+
+Per run: the verdict, a table of the four layers, what to check first at the root layer, the
+downstream findings (with the warning not to fix from the bottom up), and the signals to start logging
+for layers that could not be judged.  Several runs get a summary table first.
+"""
+
+from __future__ import annotations
+
+from ..diagnosis import Diagnosis, Status
+from ..rules import LAYER_NAMES
+from .sparkline import rebin, sparkline
+
+_ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown"}
+
+
+def cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: pipes escaped, newlines folded."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _root(diag: Diagnosis) -> str:
+    if diag.root_layer is None:
+        return "none"
+    return f"layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})"
+
+
+def _evidence(diag: Diagnosis, layer: int) -> str:
+    result = diag.layers[layer - 1]
+    if result.status is Status.UNKNOWN:
+        return "not judged: start logging " + ", ".join(f"`{s}`" for s in result.missing_signals)
+    parts = []
+    for f in result.findings:
+        tag = " (downstream)" if f.downstream else ""
+        parts.append(f"`{f.rule}`{tag}: {cell(f.message)}")
+    return "<br>".join(parts)
+
+
+def _trends(diag: Diagnosis, layer: int) -> str:
+    return "<br>".join(f"`{t.signal}` {sparkline(rebin(t.values, 24))}" for t in diag.trends if t.layer == layer)
+
+
+def _run(diag: Diagnosis, heading: str) -> list[str]:
+    steps = f", steps {diag.steps[0]}-{diag.steps[1]}" if diag.steps else ""
+    resumed = ", resumed" if diag.resumed else ""
+    out = [f"{heading} `{diag.run}`: {_ICON[diag.verdict]} - root {_root(diag)}{steps}{resumed}", ""]
+    with_trends = bool(diag.trends)
+    out.append("| layer | status | onset | key evidence |" + (" signals |" if with_trends else ""))
+    out.append("|---|---|---:|---|" + ("---|" if with_trends else ""))
+    for r in diag.layers:
+        status = _ICON[r.status.value] + (" **(root)**" if r.layer == diag.root_layer else "")
+        onset = "" if r.onset_step is None else str(r.onset_step)
+        row = f"| {r.layer} {LAYER_NAMES[r.layer]} | {status} | {onset} | {_evidence(diag, r.layer)} |"
+        out.append(row + (f" {_trends(diag, r.layer)} |" if with_trends else ""))
+    out.append("")
+    root = diag.root_findings()
+    if root:
+        out.append(f"**Check first** (layer {diag.root_layer}, {LAYER_NAMES[diag.root_layer]}):")
+        out.append("")
+        lead = sorted(root, key=lambda f: f.severity != "fail")[0]
+        out += [f"{i}. {step}" for i, step in enumerate(lead.check_first, 1)]
+        others = [f"`stabdiag rules explain {f.rule}`" for f in root if f is not lead]
+        if others:
+            out += ["", "More on the other root findings: " + ", ".join(others)]
+        out.append("")
+    downstream = [f for f in diag.findings if f.downstream]
+    if downstream:
+        out.append(f"**Downstream of layer {diag.root_layer}** - likely consequences; "
+                   "do not fix from the bottom up:")
+        out.append("")
+        out += [f"- `{f.rule}` ({f.severity}, steps {f.start_step}-{f.end_step}): {f.message}"
+                for f in downstream]
+        out.append("")
+    if diag.unknown:
+        out.append("<details><summary>Not judged: rules whose signals the run does not log</summary>")
+        out.append("")
+        out += [f"- `{u.rule}` (layer {u.layer}): log {', '.join(f'`{m}`' for m in u.missing)}"
+                for u in diag.unknown]
+        out += ["", "</details>", ""]
+    out += [f"> note: {n}" for n in diag.notes]
+    if diag.notes:
+        out.append("")
+    return out
+
+
+def render(diagnoses: list[Diagnosis], **options) -> str:
+    """Markdown: a summary table when there are several runs, then one section per run."""
+    lines = ["## stabdiag", ""]
+    heading = "###"
+    if len(diagnoses) > 1:
+        lines += ["| run | verdict | root layer | first finding |", "|---|---|---|---|"]
+        for d in diagnoses:
+            lead = sorted(d.root_findings(), key=lambda f: f.severity != "fail")
+            first = f"`{lead[0].rule}` at step {lead[0].start_step}" if lead else ""
+            lines.append(f"| `{cell(d.run)}` | {_ICON[d.verdict]} | {_root(d)} | {first} |")
+        lines.append("")
+    for d in diagnoses:
+        lines += _run(d, heading)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,125 @@
+"""Sparklines: each signal of a run squeezed into one line of unicode blocks for the layer table.
+
+A Diagnosis holds conclusions, not series, so the signals are binned once (`trends`) and attached to
+it with `with_trends`; the reporters then draw them at whatever width the terminal leaves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..diagnosis import Diagnosis, Trend
+from ..run import Run
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+NONFINITE = "×"
+TREND_BINS = 64
+
+
+def _signal_layer(name: str, table) -> int:
+    if name.startswith("eval:"):
+        return 1
+    sig = table.signals.get(name)
+    return sig.layer if sig is not None and 1 <= sig.layer <= 4 else 0
+
+
+def trends(run: Run, span: tuple[int, int] | None, *, mapping: dict[str, str] | None = None,
+           bins: int = TREND_BINS) -> tuple[Trend, ...]:
+    """Every resolved signal of `run`, binned into `bins` equal step ranges over `span`."""
+    from ..signals import default_alias_table, resolve
+
+    if span is None:
+        return ()
+    table = default_alias_table()
+    signals = resolve(run, mapping)
+    lo, hi = span
+    edges = np.linspace(lo, hi + 1, bins + 1)
+    out: list[Trend] = []
+    for name, series in signals.series.items():
+        layer = _signal_layer(name, table)
+        if not layer or not len(series):
+            continue
+        index = np.clip(np.searchsorted(edges, series.steps, side="right") - 1, 0, bins - 1)
+        values: list[float | None] = []
+        for b in range(bins):
+            chunk = series.values[index == b]
+            if not len(chunk):
+                values.append(None)
+            elif not np.isfinite(chunk).all():
+                values.append(math.nan)
+            else:
+                values.append(float(chunk.mean()))
+        finite = series.values[np.isfinite(series.values)]
+        values = _fill_gaps(values)
+        first = float(finite[0]) if len(finite) else None
+        last = float(finite[-1]) if len(finite) else None
+        out.append(Trend(name, series.key, layer, tuple(values), first, last))
+    return tuple(sorted(out, key=lambda t: t.layer))
+
+
+def _fill_gaps(values: list[float | None]) -> list[float | None]:
+    """A sparse signal (an eval every 20 steps) holds its last value across empty interior bins."""
+    filled = list(values)
+    last = None
+    for i, v in enumerate(filled):
+        if v is None and last is not None and any(w is not None for w in filled[i + 1:]):
+            filled[i] = last
+        elif v is not None:
+            last = v
+    return filled
+
+
+def short(value: float) -> str:
+    """A number in at most 8 characters: 0.296, 4.1e+03, 4.9e-04."""
+    if value == 0 or 1e-2 <= abs(value) < 1e4:
+        return f"{value:.3g}"
+    return f"{value:.1e}"
+
+
+def with_trends(diag: Diagnosis, run: Run, *, mapping: dict[str, str] | None = None) -> Diagnosis:
+    """The diagnosis with its run's binned signals attached for display."""
+    return dataclasses.replace(diag, trends=trends(run, diag.steps, mapping=mapping))
+
+
+def rebin(values: tuple[float | None, ...], width: int) -> list[float | None]:
+    """`values` squeezed into `width` cells: the mean of each cell's bins; NaN wins, empty stays None."""
+    n = len(values)
+    if n <= width:
+        return list(values)
+    cells: list[float | None] = []
+    for j in range(width):
+        part = [v for v in values[j * n // width:(j + 1) * n // width] if v is not None]
+        if not part:
+            cells.append(None)
+        elif any(math.isnan(v) for v in part):
+            cells.append(math.nan)
+        else:
+            cells.append(sum(part) / len(part))
+    return cells
+
+
+def sparkline(values: list[float | None]) -> str:
+    """Blocks scaled between the finite min and max; a blank for no data, × for NaN/Inf."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 0.0)
+    chars = []
+    for v in values:
+        if v is None:
+            chars.append(" ")
+        elif not math.isfinite(v):
+            chars.append(NONFINITE)
+        elif hi == lo:
+            chars.append(BLOCKS[0])
+        else:
+            chars.append(BLOCKS[min(len(BLOCKS) - 1, int((v - lo) / (hi - lo) * len(BLOCKS)))])
+    return "".join(chars)
+
+
+def cell_steps(span: tuple[int, int], width: int, cell: int) -> tuple[float, float]:
+    """The step range one of `width` display cells covers over `span`."""
+    lo, hi = span
+    size = (hi + 1 - lo) / width
+    return lo + cell * size, lo + (cell + 1) * size

@@ -30,15 +30,17 @@ def load(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], **op
 
 
 def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[str] | None = None,
-             ignore: list[str] | None = None, rules_dirs: list[str] | None = None) -> Diagnosis:
-    """Walk the four layers top-down on one run."""
+             ignore: list[str] | None = None, rules_dirs: list[str] | None = None,
+             params: dict[str, dict[str, float]] | None = None) -> Diagnosis:
+    """Walk the four layers top-down on one run; `params` overrides detector parameters per rule id."""
     from .engine import diagnose as _diagnose
 
-    return _diagnose(run, rules=load_rules(rules_dirs), mapping=mapping, select=select, ignore=ignore)
+    return _diagnose(run, rules=load_rules(rules_dirs), mapping=mapping, select=select, ignore=ignore,
+                     params=params)
 
 
 def render(diagnoses: Diagnosis | list[Diagnosis], format: str = "terminal", **options) -> str:
-    """Render one or more diagnoses as 'terminal' text or 'json'."""
+    """Render one or more diagnoses: 'terminal', 'json', 'markdown', 'junit' or 'github'."""
     from .report import render as _render
 
     if isinstance(diagnoses, Diagnosis):

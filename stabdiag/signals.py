@@ -2,6 +2,8 @@
 
 The alias table is data (rules/signals.toml); a user's --map SIGNAL=KEY wins over it.  Evals are found
 by pattern, any number of them; an eval logged in percent is rescaled to 0–1 and the rescale noted.
+The framework that wrote the run is recognised from fingerprint keys (also data in signals.toml), or
+failing that from the loader's knowledge of the file format (Run.meta["framework"]).
 """
 
 from __future__ import annotations
@@ -31,11 +33,34 @@ class SignalDef:
 
 
 @dataclass(frozen=True, slots=True)
+class Derivation:
+    """A signal that a framework splits over several keys: offset + sum(weight * key) feeds it.
+    `matching` (a {name} pattern) sums every key it matches, for counts keyed by value."""
+
+    signal: str
+    keys: tuple[str, ...]
+    weights: tuple[float, ...] = ()
+    offset: float = 0.0
+    matching: re.Pattern | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """A framework and the key groups that identify it (every key of one group present)."""
+
+    name: str
+    groups: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class AliasTable:
     signals: dict[str, SignalDef]
     eval_patterns: tuple[re.Pattern, ...]
     not_scores: tuple[str, ...]
     strip_suffixes: tuple[str, ...]
+    eval_loss_patterns: tuple[re.Pattern, ...] = ()
+    derivations: tuple[Derivation, ...] = ()
+    frameworks: tuple[Fingerprint, ...] = ()
 
     def is_known(self, signal: str) -> bool:
         return signal in self.signals or (signal.startswith(EVAL_PREFIX) and len(signal) > len(EVAL_PREFIX))
@@ -49,6 +74,7 @@ class Signals:
     series: dict[str, Series]
     unmapped: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
+    framework: str | None = None        # e.g. "verl", from fingerprint keys or the log format
 
     def get(self, name: str) -> Series | None:
         return self.series.get(name)
@@ -81,8 +107,23 @@ def parse_alias_table(text: str, path: str) -> AliasTable:
         signals[name] = SignalDef(name, int(body.get("layer", 0)), str(body.get("meaning", "")),
                                   tuple(dict.fromkeys([name, *body.get("aliases", [])])))
     ev = data.get("eval", {})
+    derivations = []
+    for body in data.get("derive", []):
+        if body.get("signal") not in signals:
+            raise RuleError(path, f"derive: unknown signal {body.get('signal')!r}",
+                            line=_toml.line_of(text, "[[derive]]"))
+        keys = tuple(body.get("keys", []))
+        weights = tuple(float(w) for w in body.get("weights", [1.0] * len(keys)))
+        if len(weights) != len(keys):
+            raise RuleError(path, f"derive {body['signal']}: {len(weights)} weights for {len(keys)} keys",
+                            line=_toml.line_of(text, "[[derive]]"))
+        matching = _pattern(body["matching"]) if body.get("matching") else None
+        derivations.append(Derivation(body["signal"], keys, weights, float(body.get("offset", 0.0)), matching))
+    frameworks = tuple(Fingerprint(str(body["name"]), tuple(tuple(g) for g in body.get("match", [])))
+                       for body in data.get("framework", []))
     return AliasTable(signals, tuple(_pattern(p) for p in ev.get("patterns", [])),
-                      tuple(ev.get("not_scores", [])), tuple(ev.get("strip_suffixes", [])))
+                      tuple(ev.get("not_scores", [])), tuple(ev.get("strip_suffixes", [])),
+                      tuple(_pattern(p) for p in ev.get("loss_patterns", [])), tuple(derivations), frameworks)
 
 
 @lru_cache(maxsize=1)
@@ -91,14 +132,27 @@ def default_alias_table() -> AliasTable:
     return parse_alias_table(ref.read_text(encoding="utf-8"), str(ref))
 
 
+def _is_not_score(name: str, words: tuple[str, ...]) -> bool:
+    """A word matches the start of a word of the name ('len' in 'response_len', not in 'challenge');
+    words of four or more letters, or with a non-letter in them, also match anywhere ('CrossEntropyLoss')."""
+    low = name.lower()
+    parts = [p for p in re.split(r"[^a-z0-9]+", low) if p]
+    for word in words:
+        if len(word) >= 4 or not word.isalpha():
+            if word in low:
+                return True
+        elif any(p.startswith(word) for p in parts):
+            return True
+    return False
+
+
 def _eval_name(key: str, table: AliasTable) -> str | None:
     for pattern in table.eval_patterns:
         match = pattern.match(key)
         if match is None:
             continue
         name = match.group("name")
-        low = name.lower()
-        if any(word in low for word in table.not_scores):
+        if _is_not_score(name, table.not_scores):
             return None
         for suffix in table.strip_suffixes:
             if name.endswith(suffix) and len(name) > len(suffix):
@@ -156,6 +210,8 @@ def resolve(run: Run, mapping: dict[str, str] | None = None, table: AliasTable |
                 break
     notes: list[str] = []
     series: dict[str, Series] = {name: keys[key] for name, key in chosen.items()}
+    _derive(series, keys, used, table)
+    _eval_loss(series, keys, used, table, notes)
     for key in keys:
         if key in used:
             continue
@@ -171,4 +227,73 @@ def resolve(run: Run, mapping: dict[str, str] | None = None, table: AliasTable |
         if signal.startswith(EVAL_PREFIX):
             series[signal], _ = _as_fraction(keys[key])
     unmapped = tuple(k for k in keys if k not in used)
-    return Signals(run, series, unmapped, tuple(notes))
+    framework = detect_framework(run, table)
+    notes.extend(_coverage_notes(series))
+    return Signals(run, series, unmapped, tuple(notes), framework)
+
+
+def _has(keys, key: str) -> str | None:
+    return next((p + key for p in _LOGGER_PREFIXES if p + key in keys), None)
+
+
+def _derive(series: dict[str, Series], keys: dict[str, Series], used: set[str], table: AliasTable) -> None:
+    """A signal split over several keys (ROLL all-correct + all-incorrect groups) is their weighted sum."""
+    for rule in table.derivations:
+        if rule.signal in series:
+            continue
+        if rule.matching is not None:
+            found = [k for k in keys if k not in used and rule.matching.match(k)]
+            weights = [1.0] * len(found)
+        else:
+            found = [_has(keys, k) for k in rule.keys]
+            weights = list(rule.weights)
+        if not found or None in found:
+            continue
+        parts = [keys[k] for k in found]
+        steps = parts[0].steps
+        for p in parts[1:]:
+            steps = np.intersect1d(steps, p.steps)
+        if len(steps) == 0:
+            continue
+        total = rule.offset + sum(w * p.values[np.searchsorted(p.steps, steps)] for w, p in zip(weights, parts))
+        terms = [k if w == 1.0 else f"{w:g}*{k}" for w, k in zip(weights, found)]
+        label = (f"{rule.offset:g} + " if rule.offset else "") + " + ".join(terms)
+        series[rule.signal] = Series(label.replace("+ -1*", "- ").replace("+ -", "- "), steps,
+                                     np.asarray(total, dtype=np.float64))
+        used.update(found)
+
+
+def _eval_loss(series: dict[str, Series], keys: dict[str, Series], used: set[str], table: AliasTable,
+               notes: list[str]) -> None:
+    """Eval losses by pattern (OLMo-core eval/<evaluator>/CE loss): the first feeds eval_loss."""
+    if "eval_loss" in series or "eval_loss" not in table.signals:
+        return
+    hits = [k for k in keys if k not in used and any(p.match(k) for p in table.eval_loss_patterns)]
+    if hits:
+        series["eval_loss"] = keys[hits[0]]
+        used.add(hits[0])
+        if len(hits) > 1:
+            notes.append(f"eval_loss <- {hits[0]}; other eval losses not judged: {', '.join(hits[1:])}")
+
+
+def detect_framework(run: Run, table: AliasTable | None = None) -> str | None:
+    """The framework that wrote the run: the first fingerprint whose keys are all present, else the
+    loader's word for the file format (Run.meta["framework"])."""
+    table = table or default_alias_table()
+    for fp in table.frameworks:
+        if any(group and all(_has(run.series, k) for k in group) for group in fp.groups):
+            return fp.name
+    meta = run.meta.get("framework") if isinstance(run.meta, dict) else None
+    return str(meta) if meta else None
+
+
+_RL_SIGNALS = ("reward", "kl", "entropy", "clip_frac", "update_kl", "logprob_delta", "prob_delta")
+
+
+def _coverage_notes(series: dict[str, Series]) -> list[str]:
+    """A pretraining / SFT run has no reward or KL: say that layers 1, 2 and 4 cannot be judged."""
+    if any(name in series for name in _RL_SIGNALS) or "loss" not in series:
+        return []
+    evals = "eval loss" if "eval_loss" in series else "no eval loss logged"
+    return ["no reward, KL or rollout signals: a pretraining/SFT run; layers 1, 2 and 4 stay unknown and "
+            f"the verdict rests on layer 3 (loss, grad norm) ({evals})"]

@@ -16,6 +16,19 @@ def _fmt(x: float) -> str:
     return str(x) if not math.isfinite(x) else f"{x:.4g}"
 
 
+_HEADLINE = ("reward", "kl", "loss", "grad_norm", "eval_loss")
+
+
+def framework_line(sig: Signals) -> str:
+    """'verl detected; reward <- critic/score/mean, kl <- actor/kl_loss, ...' for the signals that matter most."""
+    shown = [f"{name} <- {sig.series[name].key}" for name in _HEADLINE if name in sig.series]
+    evals = [name for name in sig.series if name.startswith("eval:")]
+    if evals:
+        shown.append(f"{len(evals)} eval(s): " + ", ".join(evals))
+    head = f"{sig.framework} detected" if sig.framework else "framework not recognised"
+    return head + ("; " + ", ".join(shown) if shown else "; no key signal mapped")
+
+
 def signals_dict(resolved: list[Signals]) -> dict:
     runs = []
     for sig in resolved:
@@ -24,7 +37,7 @@ def signals_dict(resolved: list[Signals]) -> dict:
             entries[name] = {"key": s.key, "points": len(s), "first_step": int(s.steps[0]) if len(s) else None,
                              "last_step": int(s.steps[-1]) if len(s) else None, "nonfinite": s.nonfinite_count}
         runs.append({"run": sig.run.name, "signals": entries, "unmapped": list(sig.unmapped),
-                     "notes": list(sig.notes)})
+                     "notes": list(sig.notes), "framework": sig.framework})
     return {"runs": runs}
 
 
@@ -37,6 +50,7 @@ def render_signals(resolved: list[Signals], format: str = "text", width: int = 1
         if i:
             console.print()
         console.print(f"{sig.run.name}: {len(sig.series)} signals from {len(sig.run.series)} keys")
+        console.print(framework_line(sig))
         table = Table(box=None, pad_edge=False)
         for col in ("signal", "key", "points", "steps", "first", "last", "NaN/Inf"):
             table.add_column(col, overflow="fold")

@@ -1,0 +1,92 @@
+"""Helpers shared by the loaders of text logs: sniffing a file's head, reading numbers as frameworks
+print them (nan, inf, 1.234E+00), and collecting (step, key, value) points into a Run."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from ..errors import InputError
+from ..run import Run, run_name_for, series_from_long
+
+SNIFF_BYTES = 65536
+# extensions that are documentation, code or another loader's business, never a console log
+NOT_LOGS = {".md", ".rst", ".py", ".ipynb", ".html", ".htm", ".json", ".csv", ".tsv", ".jsonl", ".ndjson",
+            ".parquet", ".pq", ".gz", ".yaml", ".yml", ".toml", ".sh", ".png", ".jpg", ".pdf", ".pt",
+            ".bin", ".safetensors", ".zip", ".tar", ".tfevents"}
+_WORDS = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan, "inf": math.inf, "+inf": math.inf,
+          "-inf": -math.inf, "infinity": math.inf, "-infinity": -math.inf, "+infinity": math.inf}
+
+
+def extension(path: str) -> str:
+    return os.path.splitext(path.lower())[1]
+
+
+def head(path: str, size: int = SNIFF_BYTES) -> str | None:
+    """The first `size` bytes of a file as text, or None for a directory, a binary or unreadable file."""
+    try:
+        if not os.path.isfile(path):
+            return None
+        with open(path, "rb") as fh:
+            raw = fh.read(size)
+    except OSError:
+        return None
+    if b"\x00" in raw:
+        return None
+    return raw.decode("utf-8", errors="replace")
+
+
+def read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def number(token: str) -> float | None:
+    """A number as a log prints it: 2.3E+00, nan, -inf, 1,024; None when it is not a number."""
+    text = token.strip().strip(",;").replace(",", "")
+    if not text:
+        return None
+    low = text.lower()
+    if low in _WORDS:
+        return _WORDS[low]
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+class Points:
+    """Long-format points collected in write order, turned into a Run at the end.  With `skip_repeats`
+    a point that repeats the value already written for its step and key is dropped: several ranks
+    printing the same line, or an eval record repeating the step's epoch, is not a resumed run."""
+
+    def __init__(self, skip_repeats: bool = False) -> None:
+        self.keys: list[str] = []
+        self.steps: list[int] = []
+        self.values: list[float] = []
+        self._last: dict[tuple[int, str], float] | None = {} if skip_repeats else None
+
+    def add(self, step: int, key: str, value: float) -> None:
+        if self._last is not None:
+            prev = self._last.get((int(step), key))
+            if prev is not None and (prev == value or (math.isnan(prev) and math.isnan(value))):
+                return
+            self._last[(int(step), key)] = float(value)
+        self.keys.append(key)
+        self.steps.append(int(step))
+        self.values.append(float(value))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def to_run(self, path: str, *, framework: str | None, fmt: str, notes: list[str]) -> Run:
+        if not self.keys:
+            raise InputError(path, f"no metric lines found (read as {fmt})")
+        meta = {"format": fmt}
+        if framework:
+            meta["framework"] = framework
+        return Run(run_name_for(path), series_from_long(self.keys, self.steps, self.values),
+                   (path,), meta, tuple(notes))

@@ -19,9 +19,9 @@ from types import ModuleType
 
 from ..errors import InputError
 from ..run import Run, merge_runs, run_name_for
-from . import tabular
+from . import hf_trainer_state, notebook, tabular, tensorboard, textlog, wandb_run
 
-LOADERS: tuple[ModuleType, ...] = (tabular,)
+LOADERS: tuple[ModuleType, ...] = (wandb_run, tensorboard, tabular, hf_trainer_state, notebook, textlog)
 
 _SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules"}
 

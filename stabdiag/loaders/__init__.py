@@ -66,10 +66,14 @@ def discover(source: str | os.PathLike[str]) -> list[RunSource]:
     if not os.path.exists(source):
         raise InputError(source, "no such file or directory")
     if os.path.isfile(source):
-        if loader_for(source) is None:
-            raise InputError(source, "not a metric log stabdiag can read "
-                                     "(expected CSV, TSV, JSONL or Parquet with a step column)")
-        return [RunSource(name=run_name_for(source), files=(source,))]
+        loader = loader_for(source)
+        if loader is None:
+            raise InputError(source, "not a metric log stabdiag can read (expected CSV, TSV, JSONL, "
+                                     "Parquet, a TensorBoard event file, a W&B run, trainer_state.json, "
+                                     "a notebook or a framework console log)")
+        # a file that belongs to a run directory (an event file, a .wandb log) is named after it
+        named = run_name_for(_root_of(source, loader)) if hasattr(loader, "run_root") else run_name_for(source)
+        return [RunSource(name=named, files=(source,))]
     groups: dict[str, list[str]] = {}
     for dirpath, dirnames, filenames in os.walk(source):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
@@ -85,7 +89,10 @@ def discover(source: str | os.PathLike[str]) -> list[RunSource]:
     runs = []
     for root in sorted(groups):
         rel = os.path.relpath(root, source)
-        name = run_name_for(source) if rel == "." else rel.replace(os.sep, "/")
+        if rel == "." or rel.startswith(".."):      # the source itself, or a folder inside its run
+            name = run_name_for(root if rel.startswith("..") else source)
+        else:
+            name = rel.replace(os.sep, "/")
         runs.append(RunSource(name=name, files=tuple(groups[root])))
     return runs
 

@@ -2,8 +2,8 @@
 
 Runs 1-4 share one reward curve, 0.30 -> 0.80: the point of seed 000 is that one rising reward has four
 explanations (learning, a reward loophole, a numeric blow-up, a rollout/trainer mismatch).  Metric names
-are the ones TRL and verl write, in the formats they write: CSV, JSONL (verl's FileLogger), Parquet, a
-long step,key,value table and a W&B UI export.
+are the ones TRL and verl write, in the formats they write: TensorBoard (tensorboard's own writer),
+JSONL (verl's FileLogger and flat), Parquet, a long step,key,value CSV and a W&B UI export CSV.
 
     python sample_logs/make_samples.py
 """
@@ -71,7 +71,29 @@ def evals(rng, start: float, end: float, noise: float = 0.012, hi=None) -> np.nd
     return ramp(start, end, EVAL_STEPS, 20, hi or 400) + rng.normal(0, noise, len(EVAL_STEPS))
 
 
-# --- 1. healthy: CSV, TRL names, train and eval in two files of one run -----------------------------
+# --- 1. healthy: TensorBoard, as HF's TensorBoardCallback writes a TRL run --------------------------
+
+def write_tensorboard(folder: Path, series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    """One event file written by tensorboard's own writer (legacy simple_value scalars, one event per
+    step, as torch's SummaryWriter and the HF callback write them), under a fixed file name."""
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    for old in folder.glob("events.out.tfevents.*"):
+        old.unlink()
+    writer = EventFileWriter(str(folder))
+    by_step: dict[int, list] = {}
+    for tag, (steps, values) in series.items():
+        for step, value in zip(steps.tolist(), values.tolist()):
+            by_step.setdefault(int(step), []).append(Summary.Value(tag=tag, simple_value=value))
+    for step in sorted(by_step):
+        writer.add_event(Event(step=step, wall_time=1764460800.0 + 30.0 * step,
+                               summary=Summary(value=by_step[step])))
+    writer.close()
+    (written,) = folder.glob("events.out.tfevents.*")
+    written.rename(folder / "events.out.tfevents.1764460800.node01.sample")
+
 
 def grpo_math_healthy(out: Path) -> None:
     rng = np.random.default_rng(SEED)
@@ -87,12 +109,10 @@ def grpo_math_healthy(out: Path) -> None:
         k["loss"]: num["loss"], k["grad_norm"]: num["grad_norm"], k["lr"]: num["lr"],
         k["clip"]: 0.002 + np.abs(rng.normal(0, 0.001, 400)),
     }
-    write_csv(out / "train.csv", ["step", *train], [[int(s), *(float(v[i]) for v in train.values())]
-                                                    for i, s in enumerate(STEPS)])
-    math500 = evals(rng, 0.42, 0.58)
-    aime = evals(rng, 0.18, 0.24, 0.015)
-    write_csv(out / "eval.csv", ["step", "eval/math500_accuracy", "eval/aime24_accuracy"],
-              [[int(s), float(a), float(b)] for s, a, b in zip(EVAL_STEPS, math500, aime)])
+    series = {tag: (STEPS, values) for tag, values in train.items()}
+    series["eval/math500_accuracy"] = (EVAL_STEPS, evals(rng, 0.42, 0.58))
+    series["eval/aime24_accuracy"] = (EVAL_STEPS, evals(rng, 0.18, 0.24, 0.015))
+    write_tensorboard(out, series)
 
 
 # --- 2. reward hacking: verl FileLogger JSONL, resumed once after lowering the LR -------------------

@@ -15,11 +15,14 @@ import typer
 
 from ._version import __version__
 from .errors import ConfigError, StabdiagError
+from .probe.cli import app as probe_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Which layer of a training run failed first, the evidence, and what to check first.")
 rules_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List and explain the rules.")
 app.add_typer(rules_app, name="rules")
+app.add_typer(probe_app, name="probe", help="Recompute logprobs with the training-side model and measure "
+                                             "rollout-vs-training drift.")
 
 FAIL_ON = ("warn", "fail")
 

@@ -32,6 +32,7 @@ class PrecisionResult:
     metrics: dict[str, float]
     by_prob: list[dict]
     by_position: list[dict]
+    by_length: list[dict]
     by_entropy: list[dict]
     worst_tokens: list[dict]
     worst_sequences: list[dict]
@@ -111,6 +112,7 @@ def measure(label: str, records: list[RolloutRecord], train: list[np.ndarray],
     return PrecisionResult(
         label=label, pairs=pairs, seq_stats=seq_stats, metrics=metrics, by_prob=by_prob,
         by_position=M.by_position(pairs), by_entropy=M.by_entropy(pairs),
+        by_length=M.by_length(pairs, np.array([len(r.response_ids) for r in records])),
         worst_tokens=M.worst_tokens(pairs, ids, worst), worst_sequences=M.worst_sequences(seq_stats, ids),
         verdict=judge(metrics, thresholds, problems), n_nonfinite_train=bad_train,
     )

@@ -118,6 +118,7 @@ def token_metrics(t: TokenPairs) -> dict[str, float]:
 
 
 def k3_terms(log_ratio: np.ndarray) -> np.ndarray:
+    """Per-token k3 estimator e^x − x − 1 of a log ratio x, with x clamped to ±SAFETY_BOUND."""
     lr = np.clip(log_ratio, -SAFETY_BOUND, SAFETY_BOUND)
     return np.exp(lr) - lr - 1.0
 
@@ -223,6 +224,14 @@ def by_probability(t: TokenPairs) -> list[dict]:
 def by_position(t: TokenPairs) -> list[dict]:
     bucket = np.searchsorted(POSITION_EDGES, t.pos, side="right") - 1
     labels = [f"{_fmt(lo)}-{_fmt(hi)}" if hi != math.inf else f"{_fmt(lo)}+"
+              for lo, hi in zip(POSITION_EDGES[:-1], POSITION_EDGES[1:])]
+    return [row for row in bucket_table(t, bucket, labels) if row["n_tokens"]]
+
+
+def by_length(t: TokenPairs, lengths: np.ndarray) -> list[dict]:
+    """Drift by the response length of each token's sequence (`lengths` is indexed by record)."""
+    bucket = np.searchsorted(POSITION_EDGES, lengths[t.seq], side="right") - 1
+    labels = [f"len {_fmt(lo)}-{_fmt(hi)}" if hi != math.inf else f"len {_fmt(lo)}+"
               for lo, hi in zip(POSITION_EDGES[:-1], POSITION_EDGES[1:])]
     return [row for row in bucket_table(t, bucket, labels) if row["n_tokens"]]
 

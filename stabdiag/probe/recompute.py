@@ -64,6 +64,16 @@ def plan_batches(records: list[RolloutRecord], samplings: list[Sampling], batch_
     return batches
 
 
+def decoder_of(model):
+    """The decoder body (everything before lm_head), so the head can be applied to response positions only."""
+    get = getattr(model, "get_decoder", None)
+    body = get() if get is not None else None
+    if body is None or body is model:
+        raise SelfCheckError(f"{type(model).__name__} exposes no decoder body (get_decoder()); the probe "
+                             "cannot apply its lm head in chunks")
+    return body
+
+
 def _autocast(torch, device: str, precision: Precision):
     if precision.autocast is None:
         return contextlib.nullcontext()
@@ -91,8 +101,8 @@ def _hidden_states(model, records: list[RolloutRecord], rows: list[int], *, devi
     attention_mask = torch.from_numpy(mask).to(device)
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     with _autocast(torch, device, precision):
-        out = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
-                                  position_ids=position_ids, use_cache=False)
+        out = decoder_of(model)(input_ids=input_ids, attention_mask=attention_mask,
+                                position_ids=position_ids, use_cache=False)
     hidden = out[0] if isinstance(out, tuple) else out.last_hidden_state
     row_t = torch.from_numpy(np.concatenate(take_row)).to(hidden.device)
     col_t = torch.from_numpy(np.concatenate(take_col)).to(hidden.device)
@@ -131,17 +141,26 @@ class LogprobHead:
         torch = self.torch
         lps, ents = [], []
         targets = targets.to(self.weight.device)
-        for s in range(0, hidden.shape[0], self.chunk_tokens):
-            logits = transform_logits(torch, self.logits(hidden[s:s + self.chunk_tokens]), sampling)
-            lse = torch.logsumexp(logits, dim=-1)
-            lp = logits.gather(-1, targets[s:s + self.chunk_tokens, None]).squeeze(-1) - lse
-            lps.append(lp.clamp(min=TRAIN_LOGPROB_FLOOR).double().cpu())
-            if want_entropy:
-                probs = torch.softmax(logits, dim=-1)
-                finite = torch.where(torch.isfinite(logits), logits, torch.zeros_like(logits))
-                ents.append((lse - (probs * finite).sum(-1)).double().cpu())
+        with torch.inference_mode():
+            for s in range(0, hidden.shape[0], self.chunk_tokens):
+                lp, ent = self._chunk(hidden[s:s + self.chunk_tokens], targets[s:s + self.chunk_tokens],
+                                      sampling, want_entropy)
+                lps.append(lp)
+                ents.append(ent)
         lp_all = torch.cat(lps).numpy()
         return lp_all, (torch.cat(ents).numpy() if want_entropy else None)
+
+    def _chunk(self, hidden, targets, sampling: Sampling, want_entropy: bool):
+        torch = self.torch
+        logits = transform_logits(torch, self.logits(hidden), sampling)
+        lse = torch.logsumexp(logits, dim=-1)
+        lp = logits.gather(-1, targets[:, None]).squeeze(-1) - lse
+        ent = None
+        if want_entropy:
+            probs = torch.softmax(logits, dim=-1)
+            finite = torch.where(torch.isfinite(logits), logits, torch.zeros_like(logits))
+            ent = (lse - (probs * finite).sum(-1)).double().cpu()
+        return lp.clamp(min=TRAIN_LOGPROB_FLOOR).double().cpu(), ent
 
 
 def transform_logits(torch, logits, sampling: Sampling):

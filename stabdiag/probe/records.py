@@ -221,12 +221,12 @@ def _normalize(raw: object, input_format: str, path: str, line: int | None, key:
 def _int_list(value, name: str, path: str, line, key) -> np.ndarray:
     if not isinstance(value, (list, tuple, np.ndarray)):
         raise InputError(path, f"{name} must be a list of token ids", line=line, key=key)
-    try:
-        arr = np.asarray([int(v) for v in value], dtype=np.int64)
-    except (TypeError, ValueError):
-        raise InputError(path, f"{name} must hold integer token ids", line=line, key=key) from None
-    if any(isinstance(v, float) and not v.is_integer() for v in value):
+    arr = np.asarray(value) if len(value) else np.empty(0, dtype=np.int64)
+    if arr.ndim != 1 or arr.dtype.kind not in "biuf":
         raise InputError(path, f"{name} must hold integer token ids", line=line, key=key)
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+        raise InputError(path, f"{name} must hold integer token ids", line=line, key=key)
+    arr = arr.astype(np.int64)
     if len(arr) and arr.min() < 0:
         raise InputError(path, f"{name} holds a negative token id {int(arr.min())}", line=line, key=key)
     return arr
@@ -235,6 +235,21 @@ def _int_list(value, name: str, path: str, line, key) -> np.ndarray:
 def _float_list(value, name: str, path: str, line, key) -> np.ndarray:
     if not isinstance(value, (list, tuple, np.ndarray)):
         raise InputError(path, f"{name} must be a list of numbers", line=line, key=key)
+    fast = np.asarray(value) if len(value) else np.empty(0, dtype=np.float64)
+    if fast.ndim == 1 and fast.dtype.kind in "iuf":         # the common case: plain numbers, no nulls
+        out = fast.astype(np.float64)
+    else:
+        out = _float_list_slow(value, name, path, line, key)
+    out[out <= NEG_INF_SENTINEL] = -math.inf
+    bad = np.flatnonzero(out > POSITIVE_TOLERANCE)
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(path, f"{name}[{i}] = {out[i]:.6g} is positive; a logprob must be <= 0",
+                         line=line, key=key)
+    return out
+
+
+def _float_list_slow(value, name: str, path: str, line, key) -> np.ndarray:
     out = np.empty(len(value), dtype=np.float64)
     for i, v in enumerate(value):
         if v is None:
@@ -244,12 +259,6 @@ def _float_list(value, name: str, path: str, line, key) -> np.ndarray:
             out[i] = float(v)
         except (TypeError, ValueError):
             raise InputError(path, f"{name}[{i}] = {v!r} is not a number", line=line, key=key) from None
-    out[out <= NEG_INF_SENTINEL] = -math.inf
-    bad = np.flatnonzero(out > POSITIVE_TOLERANCE)
-    if len(bad):
-        i = int(bad[0])
-        raise InputError(path, f"{name}[{i}] = {out[i]:.6g} is positive; a logprob must be <= 0",
-                         line=line, key=key)
     return out
 
 

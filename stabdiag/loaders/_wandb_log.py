@@ -1,31 +1,29 @@
-"""Decode the records of a W&B transaction log into metric points, config, summary and run facts.
+"""Decode the records of a W&B transaction log into history columns, config, summary and run facts.
 
-wandb-core writes one `history` record per committed `wandb.log` row: items keyed by `key` or by a
-`nested_key` path (a logged dict), each value as JSON text, plus `_step`, `_timestamp` and
-`_runtime`.  Media are written as several items under one prefix, one of which is `<prefix>/_type`
-(an image's width and size are numbers too), so a whole prefix with a `_type` is dropped, not just
-its text items.  Everything else this module needs (summary, config, define_metric, the run record,
-the exit record) is small; console output and system stats are never decoded.
+wandb-core writes one `history` record per committed `wandb.log` row, a `summary` record with the
+row's latest values, and a few small records: the run (config, ids, start time), `define_metric`
+x-axes, config changes and the exit.  A record's kind is read off its first bytes, so console
+output and system stats are skipped undecoded; history rows go through the lite view
+(`_wandb_lite`, `_wandb_history`).  Summary records are kept undecoded and folded newest first at
+the end, so only the latest value of each key is ever decoded.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from fnmatch import fnmatchcase
-
-import numpy as np
+import mmap
+import os
 
 from ..errors import InputError, MissingExtraError
-from ._wandb_records import check_header, iter_records
+from ._wandb_history import History, join_key
+from ._wandb_lite import aligned_keys, lite_record_classes
+from ._wandb_records import HEADER_LEN, check_header, iter_records
 
-# Record fields (wandb_internal.proto) this reader decodes; other record kinds are skipped unparsed
+# Record fields of wandb_internal.proto: the kinds read here, and all kinds (the oneof)
 _HISTORY, _SUMMARY, _CONFIG, _METRIC, _RUN, _EXIT = 2, 3, 5, 12, 17, 18
-_WANTED = frozenset((_HISTORY, _SUMMARY, _CONFIG, _METRIC, _RUN, _EXIT))
-_RECORD_KINDS = frozenset((2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 17, 18, 20, 21, 22, 23, 24, 25, 26,
-                           27, 100))
-_INTERNAL = frozenset(("_step", "_timestamp", "_runtime"))
-_BOOLS = {"true": 1.0, "false": 0.0}
+_DECODED = frozenset((_CONFIG, _METRIC, _RUN, _EXIT))
+_KINDS = frozenset((2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 17, 18, 20, 21, 22, 23, 24, 25, 26, 27,
+                    100))
 
 
 def load_pb():
@@ -38,25 +36,40 @@ def load_pb():
     return wandb_internal_pb2, DecodeError
 
 
-def _peek_kind(payload: bytes) -> int | None:
-    """The field number of the record's kind, read from the wire without parsing the record."""
+def record_kind(payload) -> int | None:
+    """The field number of a Record's kind, read off the wire without decoding the record."""
+    # the usual layout: `num` (field 1, a varint) first, then the kind's one-byte tag
+    if not payload:
+        return None
+    pos = 0
+    if payload[0] == 0x08:
+        pos = 1
+        while pos < len(payload) and payload[pos] & 0x80:
+            pos += 1
+        pos += 1
+    if pos < len(payload):
+        tag = payload[pos]
+        if tag < 0x80 and tag & 7 == 2 and (tag >> 3) in _KINDS:
+            return tag >> 3
+    return _scan_kind(payload)
+
+
+def _scan_kind(payload) -> int | None:
     pos, size = 0, len(payload)
     while pos < size:
         tag, pos = _varint(payload, pos)
-        if tag < 0:
+        if pos < 0:
             return None
         field, wire = tag >> 3, tag & 7
-        if field in _RECORD_KINDS:
+        if field in _KINDS:
             return field
         if wire == 0:
             _, pos = _varint(payload, pos)
         elif wire == 2:
             length, pos = _varint(payload, pos)
             pos += length
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
         else:
             return None
         if pos < 0:
@@ -64,7 +77,7 @@ def _peek_kind(payload: bytes) -> int | None:
     return None
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+def _varint(buf, pos: int) -> tuple[int, int]:
     result = shift = 0
     while pos < len(buf) and shift < 64:
         byte = buf[pos]
@@ -73,115 +86,71 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return result, pos
         shift += 7
-    return -1, -1
+    return 0, -1
 
 
-def _join(item) -> str:
-    path = item.nested_key
-    if path:
-        return path[0] if len(path) == 1 else "/".join(path)
-    return item.key
-
-
-def _typed_value(item) -> float | None:
-    """A history value written in the typed fields rather than as JSON text (newer writers)."""
-    which = item.WhichOneof("value")
-    if which in ("number", "integer", "boolean"):
-        return float(getattr(item, which))
-    if which == "json":
-        try:
-            value = json.loads(item.json)
-        except ValueError:
-            return None
-        return float(value) if isinstance(value, (int, float)) else None
-    return None
-
-
-class History:
-    """Metric points by key: for each key the history rows it appears in and its values."""
+class Summary:
+    """The run's final summary: every key's latest JSON text, folded from the newest record back."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, tuple[list[int], list[float]]] = {}
-        self.row_steps: list[int] = []
-        self.row_walls: list[float] = []
+        self._entries: list = []           # summary records (payloads) or decoded SummaryRecords
+        self.raw: dict[str, str] = {}
+        self._settled: set[str] = set()
+        self._removed: tuple[str, ...] = ()
 
-    def add(self, record) -> None:
-        row = len(self.row_steps)
-        step = None
-        wall = math.nan
-        media: list[str] = []
-        columns = self.columns
-        for item in record.item:
-            key = _join(item)
-            text = item.value_json
-            if text:
-                try:
-                    value = float(text)
-                except ValueError:
-                    value = _BOOLS.get(text)
-                    if value is None:              # text, lists, media fields: not a scalar
-                        if key.endswith("/_type"):
-                            media.append(key[:-5])
-                        continue
-            else:
-                value = _typed_value(item)
-                if value is None:
-                    if key.endswith("/_type"):
-                        media.append(key[:-5])
-                    continue
-            if key[:1] == "_" and (key in _INTERNAL or key.startswith("_wandb")):
-                if key == "_step" and math.isfinite(value):
-                    step = int(value)
-                elif key == "_timestamp":
-                    wall = value
+    def add(self, entry) -> None:
+        self._entries.append(entry)
+
+    def fold(self, lite, pb) -> None:
+        """Settle each key at its newest update or removal; older records only fill in the rest.
+
+        A record whose items cannot be read from the lite view (a logged nested dict, or wandb's
+        own `_wandb.runtime` beside `_runtime` in every row) is decoded once per layout: the same
+        key parts (in any order, as wandb-core writes a row's items in map order) with the same
+        number of values are taken to be the same keys, which are settled already when met again.
+        """
+        folded: set[tuple] = set()
+        for entry in reversed(self._entries):
+            if not isinstance(entry, (bytes, memoryview)):
+                self._fold_record(entry)
                 continue
-            column = columns.get(key)
-            if column is None:
-                column = columns[key] = ([], [])
-            column[0].append(row)
-            column[1].append(value)
-        if media:
-            self._drop_media(row, tuple(media))
-        self.row_steps.append(record.step.num if step is None else step)
-        self.row_walls.append(wall)
+            view = lite.FromString(entry).summary
+            update = view.update
+            keys = aligned_keys(update)
+            if view.remove.key or view.remove.nested_key:
+                self._fold_record(pb.Record.FromString(entry).summary)
+            elif keys is None:
+                layout = (tuple(sorted(update.nested_key)), tuple(sorted(update.key)),
+                          len(update.value_json))
+                if layout not in folded:
+                    folded.add(layout)
+                    self._fold_record(pb.Record.FromString(entry).summary)
+            elif not self._settled.issuperset(keys):
+                for key, text in zip(keys, update.value_json):
+                    self._settle(key, text)
+        self._entries = []
 
-    def _drop_media(self, row: int, prefixes: tuple[str, ...]) -> None:
-        for key, (rows, values) in self.columns.items():
-            if key.startswith(prefixes) and rows and rows[-1] == row:
-                rows.pop()
-                values.pop()
-        for key in [k for k, (rows, _) in self.columns.items() if not rows]:
-            del self.columns[key]
-
-
-class KeyedJson:
-    """Summary or config state: the last JSON text of each key path, after updates and removals.
-
-    Keys are kept as written: a `nested_key` path joined with '/' for the summary (the names the
-    series get), or as a tuple for the config, whose own keys may hold a '/'.
-    """
-
-    def __init__(self, *, tuple_keys: bool = False) -> None:
-        self.raw: dict = {}
-        self._key = _path if tuple_keys else _join
-
-    def apply(self, record) -> None:
-        raw, key_of = self.raw, self._key
-        for item in record.update:
-            raw[key_of(item)] = item.value_json
+    def _fold_record(self, record) -> None:
         for item in record.remove:
-            key = key_of(item)
-            raw.pop(key, None)
-            for other in [k for k in raw if _under(k, key)]:
-                del raw[other]
+            key = join_key(item)
+            self._settle(key, None)
+            self._removed += (key + "/",)
+        for item in record.update:
+            self._settle(join_key(item), item.value_json)
+
+    def _settle(self, key: str, text: str | None) -> None:
+        if key in self._settled or (self._removed and key.startswith(self._removed)):
+            return
+        self._settled.add(key)
+        if text is not None:
+            self.raw[key] = text
 
     def flat(self) -> dict:
         """Decoded values by '/'-joined key; logged dicts flattened, media reduced to their type."""
         out: dict = {}
         for key, text in self.raw.items():
-            name = key if isinstance(key, str) else "/".join(key)
-            if not name.startswith("_wandb"):
-                _flatten_into(out, name, _decode(text))
+            if not key.startswith("_wandb"):
+                _flatten_into(out, key, _decode(text))
         media = {k[:-6] for k in out if k.endswith("/_type")}
         if media:
             prefixes = tuple(m + "/" for m in media)
@@ -190,31 +159,36 @@ class KeyedJson:
             out.update({m: f"<{kinds[m]}>" for m in media})
         return out
 
+
+class Config:
+    """The run's config: each key path's latest JSON text, after updates and removals."""
+
+    def __init__(self) -> None:
+        self.raw: dict[tuple[str, ...], str] = {}
+
+    def apply(self, record) -> None:
+        raw = self.raw
+        for item in record.update:
+            raw[tuple(item.nested_key) or (item.key,)] = item.value_json
+        for item in record.remove:
+            path = tuple(item.nested_key) or (item.key,)
+            for key in [k for k in raw if k[:len(path)] == path]:
+                del raw[key]
+
     def nested(self) -> dict:
         """Decoded values as a nested dict (the shape of `wandb.config`), without `_wandb`."""
         out: dict = {}
-        for key, text in self.raw.items():
-            parts = (key,) if isinstance(key, str) else key
-            if parts[0] == "_wandb":
+        for path, text in self.raw.items():
+            if path[0] == "_wandb":
                 continue
             node = out
-            for part in parts[:-1]:
+            for part in path[:-1]:
                 child = node.get(part)
                 if not isinstance(child, dict):
                     child = node[part] = {}
                 node = child
-            node[parts[-1]] = _decode(text)
+            node[path[-1]] = _decode(text)
         return out
-
-
-def _path(item) -> tuple[str, ...]:
-    return tuple(item.nested_key) or (item.key,)
-
-
-def _under(key, prefix) -> bool:
-    if isinstance(key, str):
-        return key.startswith(prefix + "/")
-    return len(key) > len(prefix) and key[:len(prefix)] == prefix
 
 
 def _decode(text: str):
@@ -237,10 +211,10 @@ def _flatten_into(out: dict, key: str, value) -> None:
 class LogContents:
     """Everything read from one transaction log."""
 
-    def __init__(self) -> None:
-        self.history = History()
-        self.summary = KeyedJson()
-        self.config = KeyedJson(tuple_keys=True)
+    def __init__(self, history: History | None = None) -> None:
+        self.history = history or History()
+        self.summary = Summary()
+        self.config = Config()
         self.step_metrics: list[tuple[str, bool, str]] = []   # (name or glob, is_glob, step key)
         self.run: dict = {}
         self.exit_code: int | None = None
@@ -250,38 +224,60 @@ class LogContents:
 def read_log(path: str) -> LogContents:
     """Read a `run-<id>.wandb` file: verified records decoded into a LogContents."""
     pb, decode_error = load_pb()
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise InputError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    lite, raw = lite_record_classes()
+    data = _map_read_only(path)
     check_header(data, path)
-    out = LogContents()
-    make_record = pb.Record
+    out = LogContents(History(raw, lambda payload: pb.Record.FromString(payload).history))
+    history, summary = out.history, out.summary
     for offset, payload in iter_records(data, out.notes):
-        kind = _peek_kind(payload)
-        if kind is not None and kind not in _WANTED:
-            continue
-        record = make_record()
+        kind = record_kind(payload)
         try:
-            record.ParseFromString(payload)
+            if kind == _HISTORY:
+                if history.add_lite(lite.FromString(payload).history, payload):
+                    continue
+            elif kind == _SUMMARY:
+                summary.add(payload)
+                continue
+            elif kind is not None and kind not in _DECODED:
+                continue                               # console output, system stats, ...
+            _add_record(out, pb.Record.FromString(payload))
         except decode_error:
             out.notes.append(f"skipped an undecodable record at byte offset {offset}")
-            continue
-        which = record.WhichOneof("record_type")
-        if which == "history":
-            out.history.add(record.history)
-        elif which == "summary":
-            out.summary.apply(record.summary)
-        elif which == "config":
-            out.config.apply(record.config)
-        elif which == "metric":
-            _add_metric(out, record.metric)
-        elif which == "run":
-            _add_run(out, record.run)
-        elif which == "exit":
-            out.exit_code = int(record.exit.exit_code)
+    try:
+        summary.fold(lite, pb)
+    except decode_error:
+        out.notes.append("the run's summary could not be decoded")
     return out
+
+
+def _map_read_only(path: str):
+    """The file's bytes, mapped read-only (a long run's log can be gigabytes); read if unmappable."""
+    try:
+        with open(path, "rb") as fh:
+            try:
+                if os.fstat(fh.fileno()).st_size >= HEADER_LEN:
+                    return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):
+                pass
+            return fh.read()
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file ({exc.strerror or exc})") from None
+
+
+def _add_record(out: LogContents, record) -> None:
+    which = record.WhichOneof("record_type")
+    if which == "history":
+        out.history.add(record.history)
+    elif which == "summary":
+        out.summary.add(record.summary)
+    elif which == "config":
+        out.config.apply(record.config)
+    elif which == "metric":
+        _add_metric(out, record.metric)
+    elif which == "run":
+        _add_run(out, record.run)
+    elif which == "exit":
+        out.exit_code = int(record.exit.exit_code)
 
 
 def _add_metric(out: LogContents, metric) -> None:
@@ -293,7 +289,7 @@ def _add_metric(out: LogContents, metric) -> None:
 
 def _add_run(out: LogContents, run) -> None:
     out.config.apply(run.config)
-    out.summary.apply(run.summary)
+    out.summary.add(run.summary)
     facts = {"run_id": run.run_id, "entity": run.entity, "project": run.project,
              "display_name": run.display_name, "group": run.run_group, "job_type": run.job_type,
              "tags": list(run.tags), "notes": run.notes}
@@ -306,24 +302,3 @@ def _add_run(out: LogContents, run) -> None:
     if run.HasField("telemetry") and run.telemetry.cli_version:
         facts["wandb_version"] = run.telemetry.cli_version
     out.run.update({k: v for k, v in facts.items() if v not in ("", [], None)})
-
-
-def step_metric_for(key: str, rules: list[tuple[str, bool, str]]) -> str | None:
-    """The x-axis key `define_metric(..., step_metric=...)` gave this key, if any (exact name first,
-    then the latest matching glob)."""
-    for name, is_glob, step_key in reversed(rules):
-        if not is_glob and name == key:
-            return step_key
-    for name, is_glob, step_key in reversed(rules):
-        if is_glob and fnmatchcase(key, name):
-            return step_key
-    return None
-
-
-def axis_lookup(rows: np.ndarray, axis_rows: np.ndarray, axis_values: np.ndarray) -> np.ndarray:
-    """The axis value in force at each row: the last one written at or before it (NaN before any)."""
-    at = np.searchsorted(axis_rows, rows, side="right") - 1
-    out = np.full(len(rows), np.nan)
-    ok = at >= 0
-    out[ok] = axis_values[at[ok]]
-    return out

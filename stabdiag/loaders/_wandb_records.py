@@ -74,9 +74,10 @@ class _Corruption:
         self.start = None
 
 
-def iter_records(data: bytes, notes: list[str]) -> Iterator[tuple[int, bytes]]:
+def iter_records(data: bytes, notes: list[str]) -> Iterator[tuple[int, bytes | memoryview]]:
     """Yield (byte offset, payload) of each whole, checksum-verified record after the header.
 
+    A record in one piece comes as a memoryview into `data` (no copy), a record in several as bytes.
     Problems go to `notes`: a corrupt record is skipped and named by its offset, a record torn by
     the end of the file (a run still being written, or a killed job) ends the iteration.
     """
@@ -86,7 +87,7 @@ def iter_records(data: bytes, notes: list[str]) -> Iterator[tuple[int, bytes]]:
     crc32 = zlib.crc32
     bad = _Corruption(notes)
     pos = HEADER_LEN
-    parts: list[bytes] = []
+    parts: list[memoryview] = []
     parts_at = -1
     while pos < size:
         room = BLOCK_LEN - pos % BLOCK_LEN
@@ -94,7 +95,7 @@ def iter_records(data: bytes, notes: list[str]) -> Iterator[tuple[int, bytes]]:
             pos += room
             continue
         if pos + RECORD_HEADER_LEN > size:
-            _note_torn(notes, parts_at if parts else pos, size)
+            _note_torn(notes, parts_at if parts else pos)
             break
         checksum, length, kind = unpack(data, pos)
         end = pos + RECORD_HEADER_LEN + length
@@ -107,18 +108,19 @@ def iter_records(data: bytes, notes: list[str]) -> Iterator[tuple[int, bytes]]:
             parts, pos = [], pos + room
             continue
         if end > size:
-            _note_torn(notes, parts_at if parts else pos, size)
+            _note_torn(notes, parts_at if parts else pos)
             break
         if crc32(view[pos + 6:end]) != checksum:
             bad.add(parts_at if parts else pos, end, "checksum mismatch")
             parts, pos = [], end
             continue
-        payload = data[pos + RECORD_HEADER_LEN:end]
+        payload = view[pos + RECORD_HEADER_LEN:end]
         if kind == FULL:
             if parts:
                 bad.add(parts_at, pos, "record missing its last fragment")
-            bad.flush()
-            parts = []
+                parts = []
+            if bad.start is not None:
+                bad.flush()
             yield pos, payload
         elif kind == FIRST:
             if parts:
@@ -135,10 +137,10 @@ def iter_records(data: bytes, notes: list[str]) -> Iterator[tuple[int, bytes]]:
             parts = []
         pos = end
     if parts and pos >= size:
-        _note_torn(notes, parts_at, size)
+        _note_torn(notes, parts_at)
     bad.flush()
 
 
-def _note_torn(notes: list[str], at: int, size: int) -> None:
+def _note_torn(notes: list[str], at: int) -> None:
     notes.append(f"the file ends inside a record at byte offset {at} (the run is still being written "
                  f"or was cut off); read the {at} bytes before it")

@@ -19,25 +19,39 @@ import json
 import math
 import os
 
-import numpy as np
-
 from ..errors import InputError
-from ..run import Run, Series, merge_runs, run_name_for
-from ._wandb_log import LogContents, axis_lookup, read_log, step_metric_for
+from ..run import Run, merge_runs, run_name_for
+from ._wandb_axes import axis_chooser, build_series
+from ._wandb_log import LogContents, read_log
 
 _HISTORY_JSONL = "wandb-history.jsonl"
-_EVENTS_JSONL = "wandb-events.jsonl"      # old runs' system metrics: claimed so no other loader
-_INTERNAL = frozenset(("_step", "_timestamp", "_runtime"))   # misreads it, then left out
+# old runs' system metrics (no step axis): claimed so that no other loader misreads them, then left out
+_EVENTS_JSONL = "wandb-events.jsonl"
+_CONSOLE_LOG = "output.log"
+_INTERNAL = frozenset(("_step", "_timestamp", "_runtime"))
 
 
 def _kind(path: str) -> str | None:
     base = os.path.basename(path)
     if base.startswith("run-") and base.endswith(".wandb"):
         return "log"
-    if base in (_HISTORY_JSONL, _EVENTS_JSONL) and \
-            os.path.basename(os.path.dirname(os.path.abspath(path))) == "files":
+    files_dir = os.path.dirname(os.path.abspath(path))
+    if os.path.basename(files_dir) != "files":
+        return None
+    if base in (_HISTORY_JSONL, _EVENTS_JSONL):
         return "history" if base == _HISTORY_JSONL else "events"
+    if base == _CONSOLE_LOG and _has_history(os.path.dirname(files_dir)):
+        return "console"     # the run's console copy: the .wandb log already holds these metrics
     return None
+
+
+def _has_history(run_dir: str) -> bool:
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return False
+    return any(n.startswith("run-") and n.endswith(".wandb") for n in names) or \
+        os.path.isfile(os.path.join(run_dir, "files", _HISTORY_JSONL))
 
 
 def can_load(path: str) -> bool:
@@ -48,7 +62,7 @@ def can_load(path: str) -> bool:
 def run_root(path: str) -> str:
     """The run directory a file belongs to (`wandb/run-<time>-<id>`)."""
     parent = os.path.dirname(path)
-    return os.path.dirname(parent) if _kind(path) in ("history", "events") else parent
+    return os.path.dirname(parent) if _kind(path) in ("history", "events", "console") else parent
 
 
 def load(path: str, **options) -> Run:
@@ -63,6 +77,9 @@ def load(path: str, **options) -> Run:
     if kind == "events":
         return Run(name, {}, (path,), {"format": "wandb"},
                    (f"{path}: no metric history in this W&B run directory, only system metrics",))
+    if kind == "console":
+        raise InputError(path, f"the console copy of a W&B run; check the run directory {run_root(path)} "
+                               "instead (its .wandb log holds the same metrics)")
     raise InputError(path, "not a W&B run file (expected run-<id>.wandb or files/wandb-history.jsonl)")
 
 
@@ -100,13 +117,9 @@ def load_uri(uri: str, **options) -> Run:
 def _run_from_log(path: str, log: LogContents, name: str, step_col: str | None) -> Run:
     notes = list(log.notes)
     history = log.history
-    if step_col is not None:
-        if step_col not in history.columns:
-            raise InputError(path, f"no key '{step_col}' in this W&B run (passed with --step-col)")
-        axis_of = lambda key: step_col  # noqa: E731
-    else:
-        axis_of = lambda key: step_metric_for(key, log.step_metrics)  # noqa: E731
-    series = build_series(history.columns, history.row_steps, history.row_walls, axis_of, notes)
+    columns = history.columns()
+    axis_of = axis_chooser(step_col, columns, log.step_metrics, path)
+    series = build_series(columns, history.row_steps, history.row_walls, axis_of, notes)
     meta = {"format": "wandb", "config": log.config.nested(), "summary": log.summary.flat(),
             "history_rows": len(history.row_steps), "finished": log.exit_code is not None}
     meta.update(log.run)
@@ -119,52 +132,6 @@ def _run_from_log(path: str, log: LogContents, name: str, step_col: str | None) 
         notes.append(f"{path}: the run logged no history rows")
     notes = [n if n.startswith(path) else f"{path}: {n}" for n in notes]
     return Run(name, series, (path,), meta, tuple(notes))
-
-
-def build_series(columns: dict, row_steps, row_walls, axis_of, notes: list[str]) -> dict[str, Series]:
-    """Series from per-key (rows, values), each row's `_step` and wall time, and each key's x-axis.
-
-    A key with an x-axis other than `_step` takes, at each of its rows, the axis key's latest value
-    at or before that row (wandb's step_sync); points logged before the axis has a value are left
-    out, and an axis with non-integer values falls back to `_step`.
-    """
-    row_steps = np.asarray(row_steps, dtype=np.int64)
-    row_walls = np.asarray(row_walls, dtype=np.float64)
-    axes = {}
-    for key in columns:
-        axis = axis_of(key)
-        if axis and axis != key and axis in columns:
-            axes[key] = axis
-    axis_points: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
-    for axis in set(axes.values()):
-        a_rows = np.asarray(columns[axis][0], dtype=np.int64)
-        a_vals = np.asarray(columns[axis][1], dtype=np.float64)
-        finite = np.isfinite(a_vals)
-        if np.any(np.floor(a_vals[finite]) != a_vals[finite]):
-            notes.append(f"x-axis '{axis}' holds non-integer values; its metrics are read against _step")
-            axis_points[axis] = None
-        else:
-            axis_points[axis] = (a_rows[finite], a_vals[finite])
-    series: dict[str, Series] = {}
-    early: dict[str, int] = {}
-    for key, (rows, values) in columns.items():
-        if key in axis_points and axis_points[key] is not None:
-            continue                               # an x-axis in use, not a metric
-        rows = np.asarray(rows, dtype=np.int64)
-        values = np.asarray(values, dtype=np.float64)
-        steps = row_steps[rows]
-        points = axis_points.get(axes.get(key, ""))
-        if points is not None:
-            on_axis = axis_lookup(rows, *points)
-            ok = np.isfinite(on_axis)
-            if not ok.all():
-                early[axes[key]] = early.get(axes[key], 0) + int(np.count_nonzero(~ok))
-            rows, values, steps = rows[ok], values[ok], on_axis[ok].astype(np.int64)
-        if len(rows):
-            series[key] = Series.from_points(key, steps, values, row_walls[rows])
-    for axis, count in early.items():
-        notes.append(f"left out {count} points logged before x-axis '{axis}' had a value")
-    return series
 
 
 def _run_from_history_jsonl(path: str, name: str, step_col: str | None) -> Run:
@@ -187,9 +154,8 @@ def _run_from_history_jsonl(path: str, name: str, step_col: str | None) -> Run:
                     _add_json_row(row, columns, row_steps, row_walls)
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read the file ({exc})") from None
-    if step_col is not None and step_col not in columns:
-        raise InputError(path, f"no key '{step_col}' in this W&B run (passed with --step-col)")
-    series = build_series(columns, row_steps, row_walls, lambda key: step_col, notes)
+    axis_of = axis_chooser(step_col, columns, [], path)
+    series = build_series(columns, row_steps, row_walls, axis_of, notes)
     root = run_root(path)
     meta = {"format": "wandb-history-jsonl", "history_rows": len(row_steps)}
     meta.update(_old_run_meta(os.path.join(root, "files")))

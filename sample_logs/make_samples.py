@@ -1,9 +1,11 @@
-"""Write the six sample runs in sample_logs/ (fixed seed; rerun to regenerate them byte for byte).
+"""Write the six sample runs in sample_logs/ (fixed seed: a rerun writes the same values; the
+TensorBoard and W&B files also carry their writers' own timestamps).
 
 Runs 1-4 share one reward curve, 0.30 -> 0.80: the point of seed 000 is that one rising reward has four
 explanations (learning, a reward loophole, a numeric blow-up, a rollout/trainer mismatch).  Metric names
 are the ones TRL and verl write, in the formats they write: TensorBoard (tensorboard's own writer),
-JSONL (verl's FileLogger and flat), Parquet, a long step,key,value CSV and a W&B UI export CSV.
+JSONL (verl's FileLogger and flat), Parquet, a long step,key,value CSV and a W&B offline run written by
+wandb (its W&B-UI-export CSV twin is `write_wandb_export`).
 
     python sample_logs/make_samples.py
 """
@@ -95,7 +97,7 @@ def write_tensorboard(folder: Path, series: dict[str, tuple[np.ndarray, np.ndarr
     written.rename(folder / "events.out.tfevents.1764460800.node01.sample")
 
 
-def grpo_math_healthy(out: Path) -> None:
+def healthy_series() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(SEED)
     reward = shared_reward(rng)
     num = calm_numeric(rng)
@@ -112,7 +114,17 @@ def grpo_math_healthy(out: Path) -> None:
     series = {tag: (STEPS, values) for tag, values in train.items()}
     series["eval/math500_accuracy"] = (EVAL_STEPS, evals(rng, 0.42, 0.58))
     series["eval/aime24_accuracy"] = (EVAL_STEPS, evals(rng, 0.18, 0.24, 0.015))
-    write_tensorboard(out, series)
+    return series
+
+
+def write_long_csv(path: Path, series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    """The same points as a long step,key,value CSV (the TensorBoard sample's CSV twin)."""
+    rows = [[int(s), key, float(v)] for key, (steps, values) in series.items() for s, v in zip(steps, values)]
+    write_csv(path, ["step", "key", "value"], rows)
+
+
+def grpo_math_healthy(out: Path) -> None:
+    write_tensorboard(out, healthy_series())
 
 
 # --- 2. reward hacking: verl FileLogger JSONL, resumed once after lowering the LR -------------------
@@ -217,9 +229,12 @@ def grpo_math_version_mismatch(out: Path) -> None:
     write_csv(out / "metrics_long.csv", ["step", "key", "value"], rows)
 
 
-# --- 5. policy collapse: W&B UI export CSV -----------------------------------------------------------
+# --- 5. policy collapse: a W&B offline run written by wandb (its CSV twin: the W&B UI export) ------
 
-def grpo_policy_collapse(out: Path) -> None:
+WANDB_RUN = "grpo-qwen7b-math-lr3e-6"
+
+
+def policy_collapse_series() -> tuple[dict[str, np.ndarray], np.ndarray]:
     rng = np.random.default_rng(SEED + 5)
     k = trl_row_keys()
     reward = np.where(STEPS < 150, ramp(0.30, 0.36, STEPS, 1, 150), ramp(0.36, 0.20, STEPS, 150, 400))
@@ -233,10 +248,15 @@ def grpo_policy_collapse(out: Path) -> None:
               k["length"]: ramp(420, 380) + rng.normal(0, 15, 400), k["kl"]: kl, k["entropy"]: entropy,
               k["loss"]: num["loss"], k["grad_norm"]: num["grad_norm"], k["lr"]: num["lr"]}
     math500 = ramp(0.42, 0.35, EVAL_STEPS, 150, 400) + rng.normal(0, 0.01, len(EVAL_STEPS))
-    run = "grpo-qwen7b-math-lr3e-6"
+    return series, math500
+
+
+def write_wandb_export(out: Path) -> None:
+    """The CSV the W&B web UI exports for this run (`Step`, `<run> - <key>`, __MIN/__MAX companions)."""
+    series, math500 = policy_collapse_series()
     header = ["Step"]
     for key in [*series, "eval/math500_accuracy"]:
-        header += [f"{run} - {key}", f"{run} - {key}__MIN", f"{run} - {key}__MAX"]
+        header += [f"{WANDB_RUN} - {key}", f"{WANDB_RUN} - {key}__MIN", f"{WANDB_RUN} - {key}__MAX"]
     evals_at = dict(zip(EVAL_STEPS.tolist(), math500.tolist()))
     rows = []
     for i, s in enumerate(STEPS):
@@ -247,6 +267,36 @@ def grpo_policy_collapse(out: Path) -> None:
         row += [e, e, e]
         rows.append(row)
     write_csv(out / "wandb_export.csv", header, rows)
+
+
+def grpo_policy_collapse(out: Path) -> None:
+    """Log the run with wandb itself in offline mode and keep its transaction log."""
+    import os
+    import shutil
+    import tempfile
+
+    series, math500 = policy_collapse_series()
+    evals_at = dict(zip(EVAL_STEPS.tolist(), math500.tolist()))
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DIR=tmp,
+                          WANDB_CONFIG_DIR=tmp, WANDB_CACHE_DIR=tmp, WANDB_DATA_DIR=tmp)
+        import wandb
+
+        settings = wandb.Settings(console="off", x_disable_stats=True, x_disable_meta=True,
+                                  x_disable_machine_info=True, silent=True, save_code=False, disable_git=True)
+        run = wandb.init(project="grpo-math", id="collapse01", name=WANDB_RUN, dir=tmp, mode="offline",
+                         settings=settings, config={"learning_rate": 3e-6, "beta": 0.0, "num_generations": 8})
+        for i, s in enumerate(STEPS):
+            row = {key: float(values[i]) for key, values in series.items()}
+            if int(s) in evals_at:
+                row["eval/math500_accuracy"] = evals_at[int(s)]
+            run.log(row, step=int(s))
+        run_dir = Path(run.dir).parent
+        run.finish()
+        for old in out.iterdir():
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+        for log in run_dir.glob("run-*.wandb"):      # config and summary are records in this log too
+            shutil.copy(log, out / log.name)
 
 
 # --- 6. easy data: JSONL (one flat object per step), TRL names -------------------------------------

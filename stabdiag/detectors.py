@@ -86,6 +86,30 @@ def _level_change(curve: Curve, start_step: float, end_step: float) -> tuple[flo
     return st.theil_sen_slope(steps, values) * float(end_step - start_step), len(steps)
 
 
+def _ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of y on x and its standard error (inf when it cannot be estimated)."""
+    n = len(x)
+    dx = x - x.mean()
+    sxx = float(np.sum(dx * dx))
+    if n < 3 or sxx <= 0:
+        return 0.0, math.inf
+    slope = float(np.sum(dx * (y - y.mean())) / sxx)
+    resid = y - y.mean() - slope * dx
+    sigma = math.sqrt(float(np.sum(resid * resid)) / (n - 2))
+    return slope, sigma / math.sqrt(sxx)
+
+
+def _change_se(curve: Curve, start_step: float, end_step: float) -> float:
+    """Standard error of a straight-line change over [start, end], from the curve's own point noise."""
+    inside = (curve.steps >= start_step) & (curve.steps <= end_step)
+    steps = curve.steps[inside].astype(np.float64)
+    if len(steps) < 3:
+        return math.inf
+    spread = float(np.sum((steps - steps.mean()) ** 2))
+    sigma = st.noise_sd(curve.values[inside])
+    return sigma * float(end_step - start_step) / math.sqrt(spread) if spread > 0 else math.inf
+
+
 def _eval_summary(changes: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:+.3f}" for k, v in changes.items())
 
@@ -93,8 +117,17 @@ def _eval_summary(changes: dict[str, float]) -> str:
 # --- layer-agnostic trend detectors ---------------------------------------------------------------
 
 def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd, max_flat_gain_frac,
-                     edge_frac, min_flat_points) -> Evidence | None:
-    """`rising` climbs clearly to its peak while every `flat` curve gains less than a fraction of it."""
+                     max_flat_upper_frac, flat_se, edge_frac, min_flat_points,
+                     min_covered_frac) -> Evidence | None:
+    """`rising` climbs clearly to its peak while the `flat` curves do not follow it.
+
+    Each flat curve (an eval) is regressed on the rising curve's level at the eval's own steps; the
+    slope is the eval's gain per unit of rise.  It tracks the rise if that gain is above
+    `max_flat_gain_frac` and `flat_se` standard errors clear of 0 (then nothing fires); it is flat if
+    it is below and, `flat_se` standard errors higher, still below `max_flat_upper_frac`; otherwise it
+    is too noisy to tell, and so is an eval whose points see under `min_covered_frac` of the rise
+    (first logged after the reward already rose).  Evals are read over the rise and the plateau after
+    it (reward within 20% of the rise of its peak).  The rule fires when at least one eval is flat."""
     r = rising.finite()
     if len(r.steps) < 10 or r.span < min_steps:
         return None
@@ -105,16 +138,27 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd
     noise = max(st.noise_sd(r.values), 1e-12)
     if rise <= 0 or rise < min_rise_sd * noise or r.steps[peak] - r.steps[0] < min_steps:
         return None
-    window = (float(r.steps[0]), float(r.steps[peak]))
+    # evals are read over the rise and the plateau after it, while the reward stays within 20% of its peak
+    high = np.flatnonzero(smooth[peak:] >= start_level + 0.8 * rise)
+    last = peak + int(high[-1]) if len(high) else peak
+    window = (float(r.steps[0]), float(r.steps[last]))
     changes: dict[str, float] = {}
     for curve in flat:
         c = curve.finite()
-        change, points = _level_change(c, *window)
-        if points < min_flat_points:
+        keep = (c.steps >= window[0]) & (c.steps <= window[1])
+        if keep.sum() < min_flat_points:
             continue
-        if change > max_flat_gain_frac * rise:
+        # regress the eval on the reward level at its own steps: the slope is the eval's gain per unit
+        # of reward gain, whatever the shape of the rise (early saturation, late climb)
+        level = np.interp(c.steps[keep], r.steps, smooth)
+        if float(level.max() - level.min()) < min_covered_frac * rise:
+            continue                       # this eval saw too little of the rise to say anything
+        gain, gain_se = _ols_slope(level, c.values[keep])
+        if gain > max_flat_gain_frac and gain - flat_se * gain_se > 0:
             return None                    # this eval tracks the reward: the rise is real learning
-        changes[c.signal] = change
+        if gain > max_flat_gain_frac or gain + flat_se * gain_se > max_flat_upper_frac:
+            continue                       # too noisy to call flat: a few se up, it could be tracking
+        changes[c.signal] = gain * rise
     if not changes:
         return None
     onset = int(r.steps[np.argmax(smooth >= start_level + 0.25 * rise)])
@@ -125,8 +169,10 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd
 
 
 def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, max_flat_gain_rel,
-                      edge_frac, min_steps, min_flat_points) -> Evidence | None:
-    """`growing` ends at least `min_growth_ratio` × its start level while every `flat` curve stays flat."""
+                      min_gain_se, edge_frac, min_steps, min_flat_points) -> Evidence | None:
+    """`growing` ends at least `min_growth_ratio` × its start level while every `flat` curve stays flat.
+    An eval improves when it gains more than `max_flat_gain_rel` of its own level *and* more than
+    `min_gain_se` standard errors of that gain (a noisy eval's wobble is not an improvement)."""
     g = growing.finite()
     if len(g.steps) < 10 or g.span < min_steps:
         return None
@@ -142,7 +188,7 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         if points < min_flat_points:
             continue
         base = max(abs(st.edge_level(c.values, edge_frac)), 1e-12)
-        if change / base > max_flat_gain_rel:
+        if change / base > max_flat_gain_rel and change > min_gain_se * _change_se(c, *window):
             return None
         changes[c.signal] = change
     if not changes:
@@ -233,7 +279,9 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
         if mask.any():
             i = int(np.argmax(mask))
             start, end = float(grid[i]), float(grid[i + shift])
-            explained = _explained(difficulty, start, end, explained_zero_std_frac)
+            # the window is found as soon as its far end reaches the change, so the data is read over
+            # the window's second half, where KL and entropy have moved
+            explained = _explained(difficulty, (start + end) / 2.0, end, explained_zero_std_frac)
             return Evidence(int(round(start)), int(round(end)), {
                 "moved": what, "kl_start": float(kg[i]), "kl_end": float(kg[i + shift]),
                 "kl_ratio": float(kl_ratio[i]), "entropy_start": float(eg[i]),
@@ -267,15 +315,51 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, *, floor_frac, 
 
 # --- numeric update ---------------------------------------------------------------------------------
 
-def spike_vs_recent(values: Curve, *, window_points, min_ratio, min_jump_sd) -> Evidence | None:
+def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_under: np.ndarray,
+               stay_points: int = 3) -> tuple[bool, int]:
+    """Whether the run came back from every spike episode at `idx`, and how many episodes there are.
+
+    Consecutive spike points are one episode (a blow-up that lasts three steps is one event).  The run
+    came back from it when the `recover_points` points after it have their median under that episode's
+    `back_under` level, or when within them the curve gets under it and stays for `stay_points` points
+    (BLOOM-176B: grad norm 960 at iteration 31219, still 650 at 31222, back to 0.27 by 31250)."""
+    breaks = np.flatnonzero(np.diff(idx) > 1)
+    starts = np.concatenate([idx[:1], idx[breaks + 1]])
+    ends = np.concatenate([idx[breaks], idx[-1:]])
+    k = int(recover_points)
+
+    def recovered(start: int, end: int) -> bool:
+        after = values[end + 1:end + 1 + k]
+        if len(after) < k:
+            return False                    # the run ends (or breaks off) before it could come back
+        under = values <= back_under[start]
+        if float(np.median(after)) <= back_under[start]:
+            return True
+        return any(j + stay_points <= len(values) and under[j:j + stay_points].all()
+                   for j in range(end + 1, end + 1 + k))
+
+    return all(recovered(a, e) for a, e in zip(starts, ends)), len(starts)
+
+
+def spike_vs_recent(values: Curve, *, window_points, min_ratio, min_jump_sd, isolated_max_count,
+                    recover_points, recover_sd) -> Evidence | None:
     """A point jumps far above the median of the points before it: by `min_jump_sd` robust sds, and
-    (where that level is clearly positive, as for a cross-entropy loss) by `min_ratio` × the level."""
+    (where that level is clearly positive, as for a cross-entropy loss) by `min_ratio` × the level.
+    At most `isolated_max_count` spikes, each followed by `recover_points` points whose median is back
+    within `recover_sd` robust sds of the recent level, are spikes the run absorbed: a warning."""
     v = values.finite()
     window = int(window_points)
-    if len(v.values) <= window:
+    if len(v.values) <= 10:
         return None
     med, sd = st.trailing_median_mad(v.values, window)
-    sd = np.maximum(sd, 1e-6 * np.abs(med) + 1e-12)
+    # before a full window has passed, the recent level is all the points so far (at least 10)
+    for i in range(10, min(window, len(v.values))):
+        head = v.values[:i]
+        med[i] = np.median(head)
+        sd[i] = st.robust_sd(head)
+    # a history that is flat to the logged precision (a GRPO loss printed as 0.0000 for 30 steps) has a
+    # MAD of 0; the run's own point-to-point noise is the floor, so 0.0001 is not a spike
+    sd = np.maximum(sd, np.maximum(st.noise_sd(v.values), 1e-6 * np.abs(med) + 1e-12))
     jump = v.values - med
     positive_level = med > 3.0 * sd
     spike = (jump >= min_jump_sd * sd) & np.where(positive_level, v.values >= min_ratio * med, True)
@@ -284,13 +368,23 @@ def spike_vs_recent(values: Curve, *, window_points, min_ratio, min_jump_sd) -> 
         return None
     idx = np.flatnonzero(spike)
     i = int(idx[0])
+    came_back, episodes = _recovered(v.values, idx, recover_points, med + recover_sd * sd)
+    # the seed's 10x reads a loss with a positive level (cross-entropy); a policy-gradient loss that
+    # hovers at 0 has no such scale, so spikes the run came back from are warnings however many
+    absorbed = came_back and (episodes <= isolated_max_count or not positive_level[i])
     return Evidence(int(v.steps[i]), int(v.steps[idx[-1]]), {
         "signal": v.signal, "key": v.key, "value": float(v.values[i]), "recent": float(med[i]),
-        "ratio": float(v.values[i] / med[i]) if med[i] > 0 else math.inf, "count": int(len(idx))})
+        "ratio": float(v.values[i] / med[i]) if med[i] > 0 else math.inf, "count": episodes,
+        "absorbed": f"absorbed: back to its level within {int(recover_points)} points" if absorbed
+        else "not absorbed"},
+        severity="warn" if absorbed else None)
 
 
-def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_value, ema_span_steps) -> Evidence | None:
-    """A point exceeds `ratio_vs_ema` × the EMA of the points before it and `min_value` (seed 002)."""
+def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_value, ema_span_steps, isolated_max_count,
+                 recover_points, recover_ratio) -> Evidence | None:
+    """A point exceeds `ratio_vs_ema` × the EMA of the points before it and `min_value` (seed 002).
+    At most `isolated_max_count` spikes, each followed by `recover_points` points whose median is back
+    under `recover_ratio` × the EMA, are spikes the run absorbed: a warning, not a failure."""
     v = values.finite()
     if len(v.values) < 3:
         return None
@@ -300,9 +394,14 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_value, ema_span_steps) -> E
         return None
     idx = np.flatnonzero(spike)
     i = int(idx[0])
+    came_back, episodes = _recovered(v.values, idx, recover_points, recover_ratio * ema)
+    absorbed = came_back and episodes <= isolated_max_count
     return Evidence(int(v.steps[i]), int(v.steps[idx[-1]]), {
         "signal": v.signal, "key": v.key, "value": float(v.values[i]), "ema": float(ema[i]),
-        "ratio": float(v.values[i] / ema[i]) if ema[i] > 0 else math.inf, "count": int(len(idx))})
+        "ratio": float(v.values[i] / ema[i]) if ema[i] > 0 else math.inf, "count": episodes,
+        "absorbed": f"absorbed: back to its level within {int(recover_points)} points" if absorbed
+        else "not absorbed"},
+        severity="warn" if absorbed else None)
 
 
 CHAIN = ("reward", "logprob_delta", "loss", "grad_norm")   # seed 002's finite-status chain, in order
@@ -344,7 +443,8 @@ def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_
     v = values.finite()
     if event is None:
         spike = spike_vs_ema(v, ratio_vs_ema=ratio_vs_ema, min_value=min_value,
-                             ema_span_steps=ema_span_steps)
+                             ema_span_steps=ema_span_steps, isolated_max_count=0, recover_points=1,
+                             recover_ratio=1.0)
         event = spike.start_step if spike else None
     if event is None:
         return None
@@ -402,18 +502,23 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_steps", 50, 1, 1e9, "shortest rise judged, in steps"),
         _p("min_rise_sd", 5.0, 0, 1e3, "rise of the rising curve, in robust noise sds"),
         _p("max_flat_gain_frac", 0.1, 0, 1, "an eval that gains more than this fraction of the rise tracks it"),
+        _p("max_flat_upper_frac", 0.3, 0, 10, "flat only if its gain plus flat_se standard errors stays under this"),
+        _p("flat_se", 2.0, 0, 10, "standard errors added to an eval's gain before calling it flat"),
         _p("edge_frac", 0.1, 0.01, 0.5, "fraction of points that sets the start level"),
-        _p("min_flat_points", 4, 2, 1e6, "fewest eval points needed to judge an eval")),
+        _p("min_flat_points", 4, 2, 1e6, "fewest eval points needed to judge an eval"),
+        _p("min_covered_frac", 0.5, 0, 1, "an eval whose points see less of the rise than this is not judged")),
         lambda p: (f"the rising signal climbs >= {p['min_rise_sd']:g} noise sds over >= {p['min_steps']:g} "
-                   f"steps while every eval gains < {p['max_flat_gain_frac']:g} of that rise")),
+                   f"steps while an eval gains < {p['max_flat_gain_frac']:g} of that rise (and < "
+                   f"{p['max_flat_upper_frac']:g} at +{p['flat_se']:g} se), and none gains clearly more")),
     DetectorSpec("growth_while_flat", growth_while_flat, (
         _p("min_growth_ratio", 2.0, 1, 1e3, "end level / start level that counts as growth"),
         _p("max_flat_gain_rel", 0.05, 0, 10, "an eval gaining more than this fraction of its level is not flat"),
+        _p("min_gain_se", 2.0, 0, 100, "... and more than this many standard errors of its gain"),
         _p("edge_frac", 0.1, 0.01, 0.5, "fraction of points that sets the start and end levels"),
         _p("min_steps", 50, 1, 1e9, "shortest run judged, in steps"),
         _p("min_flat_points", 4, 2, 1e6, "fewest eval points needed to judge an eval")),
-        lambda p: (f"the signal ends >= {p['min_growth_ratio']:g}x its start level while every eval gains "
-                   f"< {p['max_flat_gain_rel']:.0%} of its own level")),
+        lambda p: (f"the signal ends >= {p['min_growth_ratio']:g}x its start level while no eval gains "
+                   f">= {p['max_flat_gain_rel']:.0%} of its own level by >= {p['min_gain_se']:g} standard errors")),
     DetectorSpec("high_fraction_sustained", high_fraction_sustained, (
         _p("min_frac", 0.5, 0, 1, "fraction (0-1) that counts as high"),
         _p("min_stretch_steps", 30, 1, 1e9, "shortest high stretch, in steps"),
@@ -440,17 +545,27 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         lambda p: (f"the signal stays below {p['floor_frac']:g}x its early level for >= "
                    f"{p['min_breach_steps']:g} steps and >= {p['min_breach_frac_of_run']:.0%} of the run")),
     DetectorSpec("spike_vs_recent", spike_vs_recent, (
-        _p("window_points", 20, 3, 1e5, "points before each point that set its recent level"),
+        _p("window_points", 100, 3, 1e5,
+           "points before each point that set its recent level (early in the run: all so far, at least 10)"),
         _p("min_ratio", 10.0, 1, 1e9, "jump as a multiple of a positive recent level"),
-        _p("min_jump_sd", 10.0, 0, 1e9, "jump in robust sds of the recent points")),
+        _p("min_jump_sd", 10.0, 0, 1e9, "jump in robust sds of the recent points"),
+        _p("isolated_max_count", 1, 0, 1e6, "at most this many spikes, each absorbed, only warn"),
+        _p("recover_points", 5, 1, 1e6, "points after a spike whose median shows whether it was absorbed"),
+        _p("recover_sd", 5.0, 0, 1e9, "absorbed: that median is back within this many robust sds of the level")),
         lambda p: (f"a point is >= {p['min_ratio']:g}x the median of the {p['window_points']:g} points "
-                   f"before it and >= {p['min_jump_sd']:g} robust sds above it")),
+                   f"before it and >= {p['min_jump_sd']:g} robust sds above it; at most "
+                   f"{p['isolated_max_count']:g} spike(s) that the run absorbs within {p['recover_points']:g} "
+                   f"points only warn")),
     DetectorSpec("spike_vs_ema", spike_vs_ema, (
         _p("ratio_vs_ema", 5.0, 1, 1e9, "value / EMA of the previous points"),
         _p("min_value", 5.0, 0, 1e12, "absolute floor the value must also exceed"),
-        _p("ema_span_steps", 20, 1, 1e6, "EMA span, in logged points")),
+        _p("ema_span_steps", 20, 1, 1e6, "EMA span, in logged points"),
+        _p("isolated_max_count", 1, 0, 1e6, "at most this many spikes, each absorbed, only warn"),
+        _p("recover_points", 5, 1, 1e6, "points after a spike whose median shows whether it was absorbed"),
+        _p("recover_ratio", 2.0, 1, 1e6, "absorbed: that median is back under this x the EMA")),
         lambda p: (f"a point is > {p['ratio_vs_ema']:g}x the EMA (span {p['ema_span_steps']:g}) of the points "
-                   f"before it and > {p['min_value']:g}")),
+                   f"before it and > {p['min_value']:g}; at most {p['isolated_max_count']:g} spike(s) that the "
+                   f"run absorbs within {p['recover_points']:g} points only warn")),
     DetectorSpec("first_nonfinite", first_nonfinite, (),
                  lambda p: "the first step at which any of the signals is NaN or Inf, and which came first",
                  sees_nonfinite=True),

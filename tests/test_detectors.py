@@ -44,8 +44,9 @@ def test_adding_a_constant_does_not_change_a_spike_finding(shift, seed):
     rng = np.random.default_rng(seed)
     base = 1.0 + rng.normal(0, 0.02, 200)
     base[150] = 30.0
-    a = DETECTORS["spike_vs_recent"].fn(curve(base), window_points=20, min_ratio=1.0, min_jump_sd=10)
-    b = DETECTORS["spike_vs_recent"].fn(curve(base + shift), window_points=20, min_ratio=1.0, min_jump_sd=10)
+    params = {**DETECTORS["spike_vs_recent"].defaults(), "window_points": 20, "min_ratio": 1.0, "min_jump_sd": 10}
+    a = DETECTORS["spike_vs_recent"].fn(curve(base), **params)
+    b = DETECTORS["spike_vs_recent"].fn(curve(base + shift), **params)
     assert (a is None) == (b is None)
     assert a.start_step == b.start_step
 

@@ -1,0 +1,81 @@
+"""Time `check` on a 50,000-step run with 30 metrics, after load (the issue's speed target: < 1 s).
+
+The run is built in memory (the loaders are timed elsewhere): the twelve canonical signals a GRPO run
+logs, under TRL names, plus extra metrics to make 30, two evals every 100 steps, and a grad-norm
+blow-up near the end so that every detector, the non-finite ones included, does its full work.
+
+    python bench/check_speed.py
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+STEPS = 50_000
+METRICS = 30
+REPEATS = 3
+
+
+def make_run():
+    from stabdiag.run import Run, Series
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, STEPS + 1)
+    x = steps / STEPS
+    cols = {
+        "train/reward": 0.3 + 0.4 * (1 - np.exp(-x / 0.1)) + rng.normal(0, 0.03, STEPS),
+        "train/frac_reward_zero_std": np.clip(0.2 + rng.normal(0, 0.03, STEPS), 0, 1),
+        "train/completions/mean_length": 400 * (1 + 0.3 * x) + rng.normal(0, 10, STEPS),
+        "train/kl": 0.01 * x + 0.0005,
+        "train/entropy": 1.2 - 0.1 * x + rng.normal(0, 0.02, STEPS),
+        "train/loss": rng.normal(0.01, 0.02, STEPS),
+        "train/grad_norm": 0.8 * np.exp(rng.normal(0, 0.3, STEPS)),
+        "train/learning_rate": 1e-6 * np.minimum(1, x * 20),
+        "train/sampling/sampling_logp_difference/mean": 0.02 * np.exp(rng.normal(0, 0.1, STEPS)),
+        "training/rollout_probs_diff_mean": 0.003 * np.exp(rng.normal(0, 0.1, STEPS)),
+        "training/off_policy/trajectory_staleness/mean": 1 + rng.normal(0, 0.1, STEPS),
+        "train/reward_std": 0.3 + rng.normal(0, 0.02, STEPS),
+        "train/clip_ratio/region_mean": np.abs(rng.normal(0.002, 0.001, STEPS)),
+    }
+    cols["train/grad_norm"][STEPS - 500:] *= np.exp(np.arange(500) / 100)
+    cols["train/grad_norm"][STEPS - 10:] = math.nan
+    cols["train/loss"][STEPS - 12:] = math.nan
+    i = 0
+    while len(cols) < METRICS - 2:
+        cols[f"train/extra_metric_{i:02d}"] = rng.normal(0, 1, STEPS)
+        i += 1
+    series = {k: Series.from_points(k, steps, v) for k, v in cols.items()}
+    ev = np.arange(100, STEPS + 1, 100)
+    for name in ("math500", "aime24"):
+        key = f"eval/{name}_accuracy"
+        series[key] = Series.from_points(key, ev, 0.4 + 0.1 * (1 - np.exp(-ev / STEPS / 0.1))
+                                         + rng.normal(0, 0.01, len(ev)))
+    return Run(name="speed-50k", series=series)
+
+
+def measure(repeats: int = REPEATS) -> float:
+    """Best wall time of diagnose() over `repeats` tries (rules loaded once, as `check` does)."""
+    from stabdiag.engine import diagnose
+    from stabdiag.rules import load_rules
+
+    run = make_run()
+    assert len(run.series) == METRICS, len(run.series)
+    rules = load_rules()
+    diagnose(run, rules=rules)                        # warm imports and caches
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        diagnose(run, rules=rules)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    t = measure()
+    print(f"check of a {STEPS:,}-step run with {METRICS} metrics, after load: {t:.3f} s (best of {REPEATS})")

@@ -1,0 +1,991 @@
+"""A labelled corpus of synthetic training runs for calibrating stabdiag's detectors.
+
+Every run is a healthy run of a randomly drawn shape (length 50 to 50,000 steps, LR warm-up and
+cosine/linear decay, reward that saturates early or climbs late, evals every 10-200 steps,
+heavy-tailed grad norms, slowly rising KL, gently falling entropy, bf16-level logprob drift) with, for
+the failing families, one failure injected at a drawn strength, onset and noise level.  Runs are written
+as users have them: CSV (wide, long, and split train/eval files), JSONL (flat and verl's FileLogger) and
+Parquet, under TRL's or verl's metric names.  Each run carries a label: its family, the expected verdict
+and root layer, and the rules that must and must not fire.
+
+Seeded and reproducible: the same (seed, counts) gives the same files byte for byte.
+
+    python bench/scenarios.py OUT_DIR          # writes OUT_DIR/runs/<name>/... and OUT_DIR/labels.json
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import sys
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+SEED = 20261130
+ALL_RULES = ("L1.reward-eval-divergence", "L1.length-confound", "L1.zero-variance-groups",
+             "L2.policy-moving-fast", "L2.entropy-below-floor",
+             "L3.nonfinite-values", "L3.loss-spike", "L3.grad-norm-spike", "L3.grad-norm-precursor",
+             "L4.logprob-mismatch", "L4.prob-mismatch", "L4.policy-version-lag")
+LAYER_RULES = {layer: tuple(r for r in ALL_RULES if r.startswith(f"L{layer}.")) for layer in (1, 2, 3, 4)}
+
+
+# --- labels -----------------------------------------------------------------------------------------
+
+@dataclass
+class Label:
+    """What a run is and what the diagnosis must say about it."""
+
+    name: str
+    family: str
+    kind: str                         # "healthy", "near-miss" or "failing"
+    verdict: str                      # expected verdict: pass, warn or fail
+    root_layer: int | None
+    must_fire: list[str] = field(default_factory=list)
+    must_not_fire: list[str] = field(default_factory=list)
+    nan_step: int | None = None       # first non-finite step written, if any
+    nan_signal: str | None = None     # the canonical signal that turned first
+    precursor: bool = False           # a climb before the blow-up was written in
+    params: dict = field(default_factory=dict)
+
+
+# --- curves -----------------------------------------------------------------------------------------
+
+@dataclass
+class Curves:
+    """A run in canonical signal names: every train signal has one value per step."""
+
+    steps: np.ndarray
+    sig: dict[str, np.ndarray]
+    evals: dict[str, tuple[np.ndarray, np.ndarray]]
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.steps)
+
+
+def _ramp(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """0 before lo, 1 after hi, linear between (x and lo/hi as fractions or steps alike)."""
+    return np.clip((x - lo) / max(hi - lo, 1e-12), 0.0, 1.0)
+
+
+def _choose_n(rng: np.random.Generator, lo: int = 50, hi: int = 50_000) -> int:
+    options = [n for n in (50, 80, 120, 200, 300, 400, 600, 800, 1000, 1500, 2000, 3000, 5000, 8000)
+               if lo <= n <= hi]
+    return int(rng.choice(options))
+
+
+def _eval_steps(rng: np.random.Generator, n: int, min_points: int = 1) -> np.ndarray:
+    choices = [e for e in (10, 20, 25, 50, 100, 200) if n // e >= max(min_points, 2)] or [max(1, n // 5)]
+    every = int(rng.choice(choices))
+    steps = np.arange(every, n + 1, every)
+    if steps[-1] != n:
+        steps = np.append(steps, n)
+    return steps
+
+
+def reward_shape(rng: np.random.Generator, x: np.ndarray, shape: str | None = None) -> np.ndarray:
+    """0 -> 1 over the run: saturating early, climbing late (logistic), or linear."""
+    shape = shape or str(rng.choice(["saturate", "late", "linear"]))
+    if shape == "saturate":
+        tau = rng.uniform(0.04, 0.2)
+        y = 1 - np.exp(-x / tau)
+    elif shape == "late":
+        mid, width = rng.uniform(0.45, 0.8), rng.uniform(0.04, 0.12)
+        y = 1 / (1 + np.exp(-(x - mid) / width))
+    else:
+        y = x.copy()
+    return (y - y[0]) / max(y[-1] - y[0], 1e-9)
+
+
+def healthy(rng: np.random.Generator, n: int | None = None, *, logprob: bool | None = None,
+            lag: bool | None = None, zero_std: bool = True) -> Curves:
+    """A healthy run of a random shape, in canonical names."""
+    n = n or _choose_n(rng)
+    steps = np.arange(1, n + 1)
+    x = (steps - 1) / max(n - 1, 1)
+    sig: dict[str, np.ndarray] = {}
+    info: dict = {}
+
+    # reward: learning, tracked by every eval
+    r0, rise = rng.uniform(0.1, 0.45), rng.uniform(0.05, 0.35)
+    shape = str(rng.choice(["saturate", "late", "linear"]))
+    clean = r0 + rise * reward_shape(rng, x, shape)
+    r_noise = rng.uniform(0.01, 0.04)
+    # batch noise plus a slow wander (data order): AR(1), phi 0.98, stationary sd up to the batch noise
+    phi, wander_sd = 0.98, rng.uniform(0, 1.0) * r_noise
+    from scipy.signal import lfilter
+    wander = lfilter([1.0], [1.0, -phi], rng.normal(0, wander_sd * math.sqrt(1 - phi ** 2), n))
+    sig["reward"] = clean + wander + rng.normal(0, r_noise, n)
+    info.update(reward_shape=shape, reward_rise=round(rise, 3), reward_noise=round(r_noise, 3))
+
+    evals = {}
+    ev_steps = _eval_steps(rng, n)
+    for name in rng.choice(["math500", "aime24", "gsm8k", "gpqa"], size=int(rng.integers(1, 4)), replace=False):
+        gain = rng.uniform(0.35, 1.0)                      # eval gain per unit of reward gain
+        e0 = rng.uniform(0.15, 0.6)
+        noise = rng.uniform(0.005, 0.03)             # 500-item benchmark: sd ~0.02
+        ec = e0 + gain * (np.interp(ev_steps, steps, clean) - r0)
+        evals[str(name)] = (ev_steps, ec + rng.normal(0, noise, len(ev_steps)))
+
+    # response length: drifts gently; may grow with real learning (then the evals improve too)
+    l0 = rng.uniform(200, 900)
+    growth = rng.uniform(0.8, 1.6)
+    sig["response_length"] = l0 * (1 + (growth - 1) * x) * np.exp(rng.normal(0, rng.uniform(0.01, 0.04), n))
+
+    # KL to the reference: rises slowly from ~0, stays under the 0.02 target (seed 002)
+    kl_end = rng.uniform(0.002, 0.018)
+    p = rng.uniform(0.6, 1.2)
+    sig["kl"] = (kl_end * 0.05 + kl_end * x ** p) * np.exp(rng.normal(0, rng.uniform(0.03, 0.12), n))
+
+    # entropy: declines gently, ends at 0.86-1.0x its start (the floor is 0.8x, seed 002)
+    e_start = rng.uniform(0.3, 2.5)
+    e_end = e_start * rng.uniform(0.86, 1.0)
+    ent_curve = x if rng.random() < 0.5 else (1 - np.exp(-x / 0.3)) / (1 - math.exp(-1 / 0.3))
+    sig["entropy"] = (e_start + (e_end - e_start) * ent_curve) * (1 + rng.normal(0, rng.uniform(0.005, 0.02), n))
+
+    # loss: a policy-gradient loss hovering near 0, or a positive total loss
+    if rng.random() < 0.6:
+        sd = rng.uniform(0.005, 0.05)
+        sig["loss"] = rng.uniform(-0.01, 0.03) + sd * rng.standard_t(8, n)
+    else:
+        level = rng.uniform(0.2, 1.5)
+        sig["loss"] = level * (1 - 0.3 * x) * np.exp(rng.normal(0, rng.uniform(0.03, 0.12), n))
+
+    # grad norm: heavy-tailed, often decaying, with a few harmless isolated bumps (< 5x, seed 002)
+    g0 = float(np.exp(rng.uniform(math.log(0.05), math.log(2.0))))
+    sigma = rng.uniform(0.1, 0.35)
+    trend = g0 * (1 - rng.uniform(0, 0.5) * x)
+    gn = trend * np.exp(rng.normal(0, sigma, n))
+    for _ in range(int(rng.integers(0, 4))):
+        i = int(rng.integers(n // 10 + 1, n))
+        gn[i] = trend[i] * rng.uniform(2.0, 3.5)
+    sig["grad_norm"] = gn
+    info.update(grad_level=round(g0, 3), grad_sigma=round(sigma, 3))
+
+    # learning rate: warm-up, then cosine, linear or constant
+    lr = rng.choice([1e-6, 2e-6, 5e-7, 3e-6])
+    warm = rng.uniform(0, 0.1)
+    wu = np.minimum(1.0, (x + 1e-9) / max(warm, 1e-9)) if warm > 0.005 else np.ones(n)
+    decay = str(rng.choice(["cosine", "linear", "constant"]))
+    post = _ramp(x, warm, 1.0)
+    d = {"cosine": 0.5 * (1 + np.cos(np.pi * post)), "linear": 1 - post, "constant": np.ones(n)}[decay]
+    sig["lr"] = lr * wu * np.maximum(d, 0.05)
+
+    if zero_std:
+        sig["zero_std_frac"] = np.clip(rng.uniform(0.05, 0.35) + rng.normal(0, 0.03, n), 0, 1)
+    if logprob if logprob is not None else rng.random() < 0.4:
+        # bf16 engines: mean |delta logprob| ~0.01-0.03, slowly drifting (under the 0.05 warning)
+        base = rng.uniform(0.005, 0.025)
+        drift = rng.uniform(0, 0.01)
+        sig["logprob_delta"] = (base + drift * x) * np.exp(rng.normal(0, 0.1, n))
+    if lag if lag is not None else rng.random() < 0.15:
+        sig["policy_version_lag"] = np.clip(rng.uniform(0.5, 1.2) + rng.normal(0, 0.2, n), 0, None)
+    return Curves(steps, sig, evals, info)
+
+
+# --- failure injections -----------------------------------------------------------------------------
+
+def _strength(rng, weak, strong, level: str) -> float:
+    lo, hi = {"weak": (0.0, 0.33), "medium": (0.33, 0.66), "strong": (0.66, 1.0)}[level]
+    return weak + (strong - weak) * rng.uniform(lo, hi)
+
+
+def flatten_evals(rng, c: Curves, drift: float = 0.0) -> None:
+    """Evals that do not follow the reward: flat at their start level (optionally drifting down)."""
+    x_of = lambda s: (s - 1) / max(c.n - 1, 1)   # noqa: E731
+    for name, (s, v) in list(c.evals.items()):
+        e0 = float(v[0]) if len(v) else 0.4
+        c.evals[name] = (s, e0 + drift * x_of(s) + rng.normal(0, rng.uniform(0.004, 0.02), len(s)))
+
+
+def inject_reward_hack(rng, c: Curves, level: str) -> dict:
+    """Reward climbs A over the run's later part while every eval stays flat (seed 000: 0.30 -> 0.80)."""
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    noise = rng.uniform(0.01, 0.04)
+    rise = max(_strength(rng, 5.5, 20, level) * noise, 0.08)
+    onset = rng.uniform(0.0, 0.4)
+    r0 = float(np.median(c.sig["reward"][: max(3, c.n // 10)]))
+    c.sig["reward"] = r0 + rise * _ramp(x, onset, rng.uniform(onset + 0.3, 1.0)) + rng.normal(0, noise, c.n)
+    flatten_evals(rng, c, drift=-rng.uniform(0, 0.04))
+    return {"rise": round(rise, 3), "noise": round(noise, 3), "onset": round(onset, 2)}
+
+
+def inject_length_growth(rng, c: Curves, level: str) -> dict:
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    growth = _strength(rng, 2.1, 4.0, level)
+    onset = rng.uniform(0.0, 0.3)
+    l0 = float(np.median(c.sig["response_length"][: max(3, c.n // 10)]))
+    c.sig["response_length"] = l0 * (1 + (growth - 1) * _ramp(x, onset, 0.9)) * \
+        np.exp(rng.normal(0, rng.uniform(0.01, 0.04), c.n))
+    flatten_evals(rng, c)
+    return {"growth": round(growth, 2), "onset": round(onset, 2)}
+
+
+def flat_reward(rng, c: Curves) -> None:
+    c.sig["reward"] = rng.uniform(0.2, 0.6) + rng.normal(0, rng.uniform(0.01, 0.04), c.n)
+
+
+def inject_zero_variance(rng, c: Curves, level: str, easy: bool | None = None) -> dict:
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    frac = _strength(rng, 0.54, 0.92, level)
+    onset = rng.uniform(0.0, 0.5)
+    easy = bool(rng.random() < 0.6) if easy is None else easy
+    lo = rng.uniform(0.1, 0.3)
+    c.sig["zero_std_frac"] = np.clip(lo + (frac - lo) * _ramp(x, onset, onset + 0.1) + rng.normal(0, 0.03, c.n), 0, 1)
+    level_r = rng.uniform(0.85, 0.97) if easy else rng.uniform(0.02, 0.12)
+    c.sig["reward"] = np.clip(level_r + rng.normal(0, 0.015, c.n), 0, 1)
+    flatten_evals(rng, c)
+    return {"fraction": round(frac, 2), "onset": round(onset, 2), "easy": easy}
+
+
+def inject_kl_entropy_collapse(rng, c: Curves, level: str) -> dict:
+    """Within a window of 60-200 steps KL grows 2.5-20x and entropy falls 45-80% (seed 000)."""
+    n = c.n
+    dur = int(rng.integers(60, 200))
+    onset = int(rng.uniform(0.2, 0.6) * n)
+    kl_mult = _strength(rng, 2.3, 20, level)
+    drop = _strength(rng, 0.45, 0.8, level)
+    t = c.steps
+    k_on = float(np.median(c.sig["kl"][max(0, onset - 20): onset + 1]))
+    k_on = max(k_on, 0.003)
+    frac = _ramp(t, onset, onset + dur)
+    noise = np.exp(rng.normal(0, 0.05, n))
+    kl = np.where(t < onset, c.sig["kl"], k_on * np.exp(np.log(kl_mult) * frac) * noise)
+    e_on = float(np.median(c.sig["entropy"][max(0, onset - 20): onset + 1]))
+    ent = np.where(t < onset, c.sig["entropy"],
+                   e_on * (1 - drop * frac) * (1 + rng.normal(0, 0.01, n)))
+    c.sig["kl"], c.sig["entropy"] = kl, ent
+    # the reward stalls and slides; evals slide with it (no layer-1 divergence)
+    r_on = float(np.median(c.sig["reward"][max(0, onset - 20): onset + 1]))
+    c.sig["reward"] = np.where(t < onset, c.sig["reward"],
+                               r_on - 0.1 * frac + rng.normal(0, 0.02, n))
+    for name, (s, v) in list(c.evals.items()):
+        c.evals[name] = (s, np.where(s < onset, v, v - 0.05 * _ramp(s, onset, onset + dur)))
+    return {"kl_mult": round(kl_mult, 2), "entropy_drop": round(drop, 2), "window": dur, "onset": onset}
+
+
+def inject_entropy_floor(rng, c: Curves, level: str) -> dict:
+    """Entropy sinks slowly (over half the run) to 0.4-0.7x its early level; KL stays slow."""
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    end = 1 - _strength(rng, 0.25, 0.6, level)
+    onset = rng.uniform(0.05, 0.25)
+    e0 = float(np.median(c.sig["entropy"][: max(5, c.n // 10)]))
+    c.sig["entropy"] = e0 * (1 - (1 - end) * _ramp(x, onset, onset + rng.uniform(0.5, 0.65))) * \
+        (1 + rng.normal(0, 0.01, c.n))
+    return {"end_frac": round(end, 2), "onset": round(onset, 2)}
+
+
+def inject_loss_spikes(rng, c: Curves, level: str) -> dict:
+    n = c.n
+    k = int(rng.integers(1, 6))
+    where = np.sort(rng.choice(np.arange(max(25, n // 10), n), size=k, replace=False))
+    loss = c.sig["loss"]
+    lvl = float(np.median(loss))
+    if lvl > 0.1:                                   # a positive loss: jump 12-100x (seed 000: 1.0 -> 10+)
+        mult = _strength(rng, 11, 100, level)
+        loss[where] = lvl * mult
+        size = mult
+    else:                                           # a loss near 0: jump 15-80 robust sds
+        sd = 1.4826 * float(np.median(np.abs(loss - np.median(loss))))
+        size = _strength(rng, 18, 80, level)
+        loss[where] = lvl + size * sd
+    return {"spikes": k, "size": round(size, 1), "first": int(c.steps[where[0]]), "positive": lvl > 0.1}
+
+
+def _blow_up(rng, c: Curves, at: int, first: str) -> None:
+    """From step `at` the run is gone: `first` turns NaN/Inf at `at`, the others 0-3 steps later."""
+    t = c.steps
+    order = {"reward": 0, "logprob_delta": 0, "loss": 0, "grad_norm": 0}
+    for s in order:
+        order[s] = 0 if s == first else int(rng.integers(1, 4))
+    for s, lag in order.items():
+        if s not in c.sig:
+            continue
+        bad = t >= at + lag
+        value = math.nan
+        if s == "grad_norm" and rng.random() < 0.3:
+            value = math.inf
+        if s == "logprob_delta" and rng.random() < 0.3:
+            value = math.inf
+        c.sig[s] = np.where(bad, value, c.sig[s])
+    # what the logger writes for the rest once the model is gone
+    after = t >= at
+    for s in ("kl", "entropy"):
+        if rng.random() < 0.5:
+            c.sig[s] = np.where(after, math.nan, c.sig[s])
+    c.sig["response_length"] = np.where(after, c.sig["response_length"].max() * 3, c.sig["response_length"])
+    for name, (s, v) in list(c.evals.items()):
+        c.evals[name] = (s, np.where(s > at, 0.0, v))     # evals after the blow-up score 0
+
+
+def inject_explosion(rng, c: Curves, level: str, *, precursor: bool, first: str = "loss") -> dict:
+    """Grad norm climbs over `lead` steps (precursor) or not at all, then the run turns non-finite."""
+    n = c.n
+    t = c.steps
+    at = int(rng.uniform(0.55, 0.9) * n)
+    info: dict = {"nan_step": at, "first": first}
+    if precursor:
+        lead = int(min(rng.integers(25, 200), at * 0.5))
+        mult = _strength(rng, 3, 1000, level)
+        start = at - lead
+        g = c.sig["grad_norm"]
+        climb = (t >= start) & (t < at)
+        g[climb] *= np.exp(np.log(mult) * (t[climb] - start) / lead)
+        g[t == at - 1] = max(g[t == at - 1].max(), 1e3) if rng.random() < 0.5 else g[t == at - 1]
+        loss = c.sig["loss"]
+        sd = max(float(np.std(loss[: max(10, start // 2)])), 1e-3)
+        for i in np.flatnonzero(climb):
+            if rng.random() < 0.08 * (t[i] - start) / lead:
+                loss[i] += sd * rng.uniform(5, 30)
+        info.update(climb_steps=lead, grad_mult=round(mult, 1))
+    else:
+        c.sig["grad_norm"][t == at - 1] = rng.uniform(1e3, 1e5) if rng.random() < 0.5 \
+            else c.sig["grad_norm"][t == at - 1]
+    _blow_up(rng, c, at, first)
+    return info
+
+
+def inject_grad_spikes(rng, c: Curves, level: str) -> dict:
+    """Grad norm bursts > 5x its EMA and > 5.0 several times (seed 002 would skip each), no NaN."""
+    n = c.n
+    g = c.sig["grad_norm"]
+    lvl = float(np.median(g))
+    k = int(rng.integers(3, 10))
+    start = int(rng.uniform(0.2, 0.7) * n)
+    where = np.unique(np.clip(start + np.sort(rng.integers(0, max(10, n // 5), size=k)), 0, n - 1))
+    mult = _strength(rng, 5.5, 200, level)
+    g[where] = np.maximum(lvl * mult, rng.uniform(6, 30) * (1 + mult / 50))
+    return {"spikes": int(len(where)), "mult": round(mult, 1), "first": int(c.steps[where[0]])}
+
+
+def inject_logprob_mismatch(rng, c: Curves, level: str, mode: str) -> dict:
+    """Rollout and trainer logprobs disagree: a level from the start, from an onset (sync bug), or a drift."""
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    base = c.sig.get("logprob_delta")
+    if base is None:
+        base = rng.uniform(0.005, 0.025) * np.exp(rng.normal(0, 0.1, c.n))
+    if mode == "warn":
+        lvl = rng.uniform(0.055, 0.095)
+        onset = 0.0
+    else:
+        lvl = _strength(rng, 0.11, 0.4, level)
+        onset = rng.uniform(0.1, 0.6) if mode == "onset" else 0.0
+    if mode == "drift":
+        val = base + (lvl - float(np.median(base))) * _ramp(x, 0.1, 0.8) * np.exp(rng.normal(0, 0.05, c.n))
+    else:
+        val = np.where(x >= onset, lvl * np.exp(rng.normal(0, 0.08, c.n)), base)
+    c.sig["logprob_delta"] = val
+    return {"level": round(lvl, 3), "mode": mode, "onset": round(onset, 2)}
+
+
+def inject_prob_mismatch(rng, c: Curves, level: str) -> dict:
+    lvl = _strength(rng, 0.011, 0.05, level)
+    c.sig["prob_delta"] = lvl * np.exp(rng.normal(0, 0.1, c.n))
+    return {"level": round(lvl, 4)}
+
+
+def inject_version_lag(rng, c: Curves, level: str) -> dict:
+    lvl = _strength(rng, 2.2, 6, level)
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    onset = rng.uniform(0.0, 0.5)
+    c.sig["policy_version_lag"] = np.where(x >= onset, lvl + rng.normal(0, 0.3, c.n),
+                                           np.clip(1 + rng.normal(0, 0.2, c.n), 0, None))
+    return {"level": round(lvl, 2), "onset": round(onset, 2)}
+
+
+# --- scenario families ------------------------------------------------------------------------------
+
+LEVELS = ("weak", "medium", "strong")
+
+
+def _shallower(layer: int) -> list[str]:
+    return [r for lay in range(1, layer) for r in LAYER_RULES[lay]]
+
+
+def family_healthy(rng, i):
+    n = None
+    if i < 4:
+        n = (50, 50_000, 10_000, 20_000)[i]
+    c = healthy(rng, n)
+    label = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+    if rng.random() < 0.2:
+        c.info["resume"] = True
+    return c, label, c.info
+
+
+def family_absorbed_spike(rng, i):
+    """Healthy, with one grad-norm spike > 5x its EMA and > 5.0 that the run absorbs (seed 002 skips it)."""
+    c = healthy(rng)
+    g = c.sig["grad_norm"]
+    lvl = float(np.median(g))
+    at = int(rng.integers(max(25, c.n // 10), c.n - 6))
+    g[at] = max(lvl * rng.uniform(6, 40), rng.uniform(5.5, 12))
+    label = dict(kind="healthy", verdict="warn", root_layer=3, must_fire=["L3.grad-norm-spike"],
+                 must_not_fire=[r for r in ALL_RULES if r != "L3.grad-norm-spike"])
+    return c, label, {**c.info, "spike_step": at, "spike": round(float(g[at]), 2)}
+
+
+def family_long_answers(rng, i):
+    """Healthy reasoning RL: response length grows 2-3x and the evals improve with it."""
+    c = healthy(rng, _choose_n(rng, 300, 5000))
+    x = (c.steps - 1) / (c.n - 1)
+    g = rng.uniform(2.0, 3.0)
+    c.sig["response_length"] = rng.uniform(300, 800) * (1 + (g - 1) * x) * np.exp(rng.normal(0, 0.02, c.n))
+    clean = 0.25 + rng.uniform(0.2, 0.4) * reward_shape(rng, x, "linear")
+    c.sig["reward"] = clean + rng.normal(0, rng.uniform(0.01, 0.03), c.n)
+    s = _eval_steps(rng, c.n, 6)
+    c.evals = {name: (s, rng.uniform(0.2, 0.5) + rng.uniform(0.35, 0.8) * (np.interp(s, c.steps, clean) - 0.25)
+                      + rng.normal(0, rng.uniform(0.005, 0.02), len(s)))
+               for name in ("math500", "aime24")[: int(rng.integers(1, 3))]}
+    label = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+    return c, label, {**c.info, "length_growth": round(g, 2)}
+
+
+def _near(rule, fn):
+    def family(rng, i):
+        c, info = fn(rng, i)
+        if rule == "L2.policy-moving-fast":       # the entropy drop stays: under the 0.8x floor, a warning
+            return c, dict(kind="near-miss", verdict="warn", root_layer=2, must_fire=["L2.entropy-below-floor"],
+                           must_not_fire=[r for r in ALL_RULES if not r.startswith("L2.")]), info
+        return c, dict(kind="near-miss", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), info
+    family.rule = rule
+    return family
+
+
+def nm_divergence(rng, i):
+    """Reward rises clearly; evals gain 18-30% of the rise (the rule needs < 10%)."""
+    c = healthy(rng, _choose_n(rng, 300, 3000))
+    x = (c.steps - 1) / (c.n - 1)
+    rise, noise = rng.uniform(0.2, 0.4), rng.uniform(0.01, 0.03)
+    clean = 0.3 + rise * reward_shape(rng, x)
+    c.sig["reward"] = clean + rng.normal(0, noise, c.n)
+    s = _eval_steps(rng, c.n, 6)
+    gain = rng.uniform(0.18, 0.3)
+    c.evals = {"math500": (s, 0.4 + gain * (np.interp(s, c.steps, clean) - 0.3) + rng.normal(0, 0.005, len(s)))}
+    return c, {"eval_gain_frac": round(gain, 2)}
+
+
+def nm_length(rng, i):
+    """Length grows 1.5-1.8x (the rule needs 2x) while evals stay flat."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    x = (c.steps - 1) / (c.n - 1)
+    g = rng.uniform(1.5, 1.8)
+    c.sig["response_length"] = 400 * (1 + (g - 1) * x) * np.exp(rng.normal(0, 0.02, c.n))
+    flat_reward(rng, c)
+    flatten_evals(rng, c)
+    return c, {"growth": round(g, 2)}
+
+
+def nm_zero_std(rng, i):
+    """Zero-variance fraction sits at 0.32-0.42 (the rule needs 0.5)."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    f = rng.uniform(0.32, 0.42)
+    c.sig["zero_std_frac"] = np.clip(f + rng.normal(0, 0.03, c.n), 0, 1)
+    return c, {"fraction": round(f, 2)}
+
+
+def nm_entropy(rng, i):
+    """Entropy ends at 0.84-0.9x its early level (the floor is 0.8x); KL linear."""
+    c = healthy(rng, _choose_n(rng, 400, 5000))
+    x = (c.steps - 1) / (c.n - 1)
+    end = rng.uniform(0.84, 0.9)
+    c.sig["entropy"] = 1.5 * (1 - (1 - end) * x) * (1 + rng.normal(0, 0.01, c.n))
+    return c, {"end_frac": round(end, 2)}
+
+
+def nm_kl_entropy(rng, i):
+    """Within 100-200 steps KL grows 1.4-1.8x and entropy falls 23-32% (the rule needs 2x and 40%); the
+    entropy stays down, under seed 002's 0.8x floor, so the run warns (layer 2) but must not fail."""
+    c = healthy(rng, _choose_n(rng, 400, 3000))
+    n, t = c.n, c.steps
+    dur = int(rng.integers(100, 200))
+    onset = int(rng.uniform(0.3, 0.6) * n)
+    frac = _ramp(t, onset, onset + dur)
+    k_on = max(float(np.median(c.sig["kl"][onset - 20: onset + 1])), 0.003)
+    mult, drop = rng.uniform(1.4, 1.8), rng.uniform(0.23, 0.32)
+    c.sig["kl"] = np.where(t < onset, c.sig["kl"], k_on * mult ** frac * np.exp(rng.normal(0, 0.04, n)))
+    e_on = float(np.median(c.sig["entropy"][onset - 20: onset + 1]))
+    c.sig["entropy"] = np.where(t < onset, c.sig["entropy"], e_on * (1 - drop * frac) * (1 + rng.normal(0, 0.01, n)))
+    return c, {"kl_mult": round(mult, 2), "entropy_drop": round(drop, 2), "window": dur}
+
+
+def nm_loss(rng, i):
+    """A positive loss with one bump of 3-6x (the rule needs 10x)."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    lvl = rng.uniform(0.3, 1.2)
+    c.sig["loss"] = lvl * np.exp(rng.normal(0, 0.05, c.n))
+    m = rng.uniform(3, 6)
+    c.sig["loss"][int(rng.integers(c.n // 4, c.n))] = lvl * m
+    return c, {"bump": round(m, 1)}
+
+
+def nm_loss_near_zero(rng, i):
+    """A policy-gradient loss near 0 with one outlier of 8-11 robust sds (the rule needs 15)."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    sd = rng.uniform(0.005, 0.05)
+    c.sig["loss"] = sd * rng.normal(0, 1, c.n)
+    z = rng.uniform(8, 11)
+    c.sig["loss"][int(rng.integers(c.n // 4, c.n))] = z * sd
+    return c, {"bump_sd": round(z, 1)}
+
+
+def nm_grad(rng, i):
+    """Grad-norm bumps just under seed 002's skip test: < 5x the EMA, or > 5x but under 5.0."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    g = c.sig["grad_norm"]
+    lvl = float(np.median(g))
+    where = rng.choice(np.arange(c.n // 5, c.n), size=int(rng.integers(1, 4)), replace=False)
+    if rng.random() < 0.5 and lvl < 0.7:
+        g[where] = min(4.5, lvl * rng.uniform(5.5, 6.5))       # > 5x EMA but under 5.0
+        kind = "under-5.0"
+    else:
+        g[where] = lvl * rng.uniform(3.0, 4.2)                 # > 5.0 may be, but < 5x EMA
+        kind = "under-5x"
+    return c, {"kind": kind, "level": round(lvl, 3)}
+
+
+def nm_logprob(rng, i):
+    """Mean |logprob delta| at 0.03-0.045 (warning at 0.05)."""
+    c = healthy(rng, _choose_n(rng, 200, 3000), logprob=True)
+    lvl = rng.uniform(0.03, 0.042)
+    c.sig["logprob_delta"] = lvl * np.exp(rng.normal(0, 0.06, c.n))
+    return c, {"level": round(lvl, 3)}
+
+
+def nm_lag(rng, i):
+    """One-step async by design: lag 1.0-1.7 versions (warning above 2)."""
+    c = healthy(rng, _choose_n(rng, 200, 3000), lag=True)
+    lvl = rng.uniform(1.0, 1.7)
+    c.sig["policy_version_lag"] = np.clip(lvl + rng.normal(0, 0.1, c.n), 0, None)
+    return c, {"level": round(lvl, 2)}
+
+
+def nm_prob(rng, i):
+    """verl rollout_probs_diff_mean at 0.002-0.0045 (warning at 0.005)."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    lvl = rng.uniform(0.002, 0.0042)
+    c.sig["prob_delta"] = lvl * np.exp(rng.normal(0, 0.06, c.n))
+    return c, {"level": round(lvl, 4)}
+
+
+def _fail(root, verdict, must_fire, extra_not=(), **kw):
+    return dict(kind="failing", verdict=verdict, root_layer=root, must_fire=list(must_fire),
+                must_not_fire=sorted(set(_shallower(root)) | set(extra_not)), **kw)
+
+
+def f_reward_hack(rng, i):
+    c = healthy(rng, _choose_n(rng, 200, 5000))
+    level = LEVELS[i % 3]
+    info = inject_reward_hack(rng, c, level)
+    c.evals = {k: v for k, v in c.evals.items()}
+    _ensure_evals(rng, c, 6)
+    flatten_evals(rng, c, drift=-rng.uniform(0, 0.03))
+    return c, _fail(1, "fail", ["L1.reward-eval-divergence"]), {**info, "level": level}
+
+
+def _ensure_evals(rng, c: Curves, min_points: int) -> None:
+    s = _eval_steps(rng, c.n, min_points)
+    for name in list(c.evals):
+        c.evals[name] = (s, np.interp(s, *c.evals[name]))
+
+
+def f_length(rng, i):
+    c = healthy(rng, _choose_n(rng, 200, 5000))
+    level = LEVELS[i % 3]
+    flat_reward(rng, c)
+    _ensure_evals(rng, c, 6)
+    info = inject_length_growth(rng, c, level)
+    return c, _fail(1, "warn", ["L1.length-confound"]), {**info, "level": level}
+
+
+def f_hack_length(rng, i):
+    c = healthy(rng, _choose_n(rng, 300, 5000))
+    level = LEVELS[i % 3]
+    _ensure_evals(rng, c, 6)
+    info = inject_reward_hack(rng, c, level)
+    info.update(inject_length_growth(rng, c, level))
+    return c, _fail(1, "fail", ["L1.reward-eval-divergence", "L1.length-confound"]), {**info, "level": level}
+
+
+def f_zero_variance(rng, i):
+    c = healthy(rng, _choose_n(rng, 200, 5000))
+    level = LEVELS[i % 3]
+    info = inject_zero_variance(rng, c, level)
+    return c, _fail(1, "warn", ["L1.zero-variance-groups"]), {**info, "level": level}
+
+
+def f_difficulty_trap(rng, i):
+    """All-correct groups, and entropy collapses with a KL surge: the policy is not the cause."""
+    c = healthy(rng, _choose_n(rng, 400, 3000))
+    level = LEVELS[i % 3]
+    info = inject_kl_entropy_collapse(rng, c, level)
+    info.update(inject_zero_variance(rng, c, level, easy=True), onset=info["onset"])
+    # most groups are already all-correct when the collapse starts
+    high_from = max(1, info["onset"] - int(rng.uniform(0.05, 0.2) * c.n))
+    c.sig["zero_std_frac"] = np.where(c.steps >= high_from,
+                                      np.clip(info["fraction"] + rng.normal(0, 0.03, c.n), 0, 1),
+                                      c.sig["zero_std_frac"])
+    return c, _fail(1, "warn", ["L1.zero-variance-groups", "L2.policy-moving-fast"]), {**info, "level": level}
+
+
+def f_collapse(rng, i):
+    c = healthy(rng, _choose_n(rng, 400, 5000))
+    level = LEVELS[i % 3]
+    info = inject_kl_entropy_collapse(rng, c, level)
+    return c, _fail(2, "fail", ["L2.policy-moving-fast"]), {**info, "level": level}
+
+
+def f_entropy_floor(rng, i):
+    c = healthy(rng, _choose_n(rng, 1000, 8000))
+    level = LEVELS[i % 3]
+    info = inject_entropy_floor(rng, c, level)
+    return c, _fail(2, "warn", ["L2.entropy-below-floor"]), {**info, "level": level}
+
+
+def f_loss_spike(rng, i):
+    c = healthy(rng, _choose_n(rng, 200, 5000))
+    level = LEVELS[i % 3]
+    info = inject_loss_spikes(rng, c, level)
+    # one spike the run absorbs is a warning (like seed 002's skipped grad-norm spike); two or more fail
+    # on a positive (cross-entropy) loss; on a policy-gradient loss near 0, absorbed spikes of any count
+    # warn: both Unsloth/TRL GRPO runs in shared/real_logs show several and their authors call them healthy
+    severe = info["spikes"] > 1 and info["positive"]
+    return c, _fail(3, "fail" if severe else "warn", ["L3.loss-spike"]), {**info, "level": level}
+
+
+def f_grad_spikes(rng, i):
+    c = healthy(rng, _choose_n(rng, 200, 5000))
+    level = LEVELS[i % 3]
+    info = inject_grad_spikes(rng, c, level)
+    return c, _fail(3, "fail", ["L3.grad-norm-spike"]), {**info, "level": level}
+
+
+def f_explosion_precursor(rng, i):
+    c = healthy(rng, _choose_n(rng, 300, 5000), logprob=bool(rng.random() < 0.3))
+    level = LEVELS[i % 3]
+    info = inject_explosion(rng, c, level, precursor=True, first=str(rng.choice(["loss", "grad_norm"])))
+    return c, _fail(3, "fail", ["L3.nonfinite-values", "L3.grad-norm-precursor"],
+                    nan_step=info["nan_step"], nan_signal=info["first"], precursor=True), {**info, "level": level}
+
+
+def f_explosion_sudden(rng, i):
+    c = healthy(rng, _choose_n(rng, 200, 5000), logprob=bool(rng.random() < 0.3))
+    level = LEVELS[i % 3]
+    info = inject_explosion(rng, c, level, precursor=False, first=str(rng.choice(["loss", "grad_norm"])))
+    return c, _fail(3, "fail", ["L3.nonfinite-values"], extra_not=["L3.grad-norm-precursor"],
+                    nan_step=info["nan_step"], nan_signal=info["first"]), {**info, "level": level}
+
+
+def _nan_origin(first):
+    def family(rng, i):
+        c = healthy(rng, _choose_n(rng, 100, 5000), logprob=first == "logprob_delta" or None)
+        at = int(rng.uniform(0.3, 0.95) * c.n)
+        _blow_up(rng, c, at, first)
+        return c, _fail(3, "fail", ["L3.nonfinite-values"], extra_not=["L3.grad-norm-precursor"],
+                        nan_step=at, nan_signal=first), {"nan_step": at, "first": first}
+    return family
+
+
+def f_logprob(mode):
+    def family(rng, i):
+        c = healthy(rng, _choose_n(rng, 100, 5000), logprob=True)
+        level = LEVELS[i % 3]
+        info = inject_logprob_mismatch(rng, c, level, mode)
+        return c, _fail(4, "warn" if mode == "warn" else "fail", ["L4.logprob-mismatch"]), {**info, "level": level}
+    return family
+
+
+def f_prob(rng, i):
+    c = healthy(rng, _choose_n(rng, 100, 5000))
+    level = LEVELS[i % 3]
+    info = inject_prob_mismatch(rng, c, level)
+    return c, _fail(4, "fail", ["L4.prob-mismatch"]), {**info, "level": level}
+
+
+def f_lag(rng, i):
+    c = healthy(rng, _choose_n(rng, 100, 5000))
+    level = LEVELS[i % 3]
+    info = inject_version_lag(rng, c, level)
+    return c, _fail(4, "warn", ["L4.policy-version-lag"]), {**info, "level": level}
+
+
+def f_hack_then_blowup(rng, i):
+    """Top-down: a layer-1 cause (reward hacking) with layer-3 symptoms later (seed 000, step 312)."""
+    c = healthy(rng, _choose_n(rng, 400, 5000))
+    level = LEVELS[i % 3]
+    _ensure_evals(rng, c, 12)                     # enough evals before the blow-up to see the hack
+    info = inject_reward_hack(rng, c, "strong")
+    info.update(inject_explosion(rng, c, level, precursor=bool(rng.random() < 0.6)))
+    # the hack must show before the blow-up: evals flat up to it, reward already up
+    return c, _fail(1, "fail", ["L1.reward-eval-divergence", "L3.nonfinite-values"],
+                    nan_step=info["nan_step"], nan_signal=info["first"]), {**info, "level": level}
+
+
+def f_collapse_then_blowup(rng, i):
+    c = healthy(rng, _choose_n(rng, 600, 5000))
+    level = LEVELS[i % 3]
+    info = inject_kl_entropy_collapse(rng, c, "strong")
+    at = min(c.n - 5, info["onset"] + info["window"] + int(rng.integers(20, 200)))
+    _blow_up(rng, c, at, str(rng.choice(["loss", "grad_norm"])))
+    return c, _fail(2, "fail", ["L2.policy-moving-fast", "L3.nonfinite-values"], nan_step=at), \
+        {**info, "level": level, "nan_step": at}
+
+
+def f_lag_and_mismatch(rng, i):
+    c = healthy(rng, _choose_n(rng, 200, 3000), logprob=True)
+    level = LEVELS[i % 3]
+    info = inject_version_lag(rng, c, level)
+    info.update(inject_logprob_mismatch(rng, c, level, "onset"))
+    return c, _fail(4, "fail", ["L4.logprob-mismatch", "L4.policy-version-lag"]), {**info, "level": level}
+
+
+# family name -> (generator, how many runs)
+FAMILIES: dict[str, tuple] = {
+    "healthy": (family_healthy, 110),
+    "healthy-absorbed-spike": (family_absorbed_spike, 10),
+    "healthy-long-answers": (family_long_answers, 10),
+    "near-divergence": (_near("L1.reward-eval-divergence", nm_divergence), 8),
+    "near-length": (_near("L1.length-confound", nm_length), 6),
+    "near-zero-std": (_near("L1.zero-variance-groups", nm_zero_std), 6),
+    "near-kl-entropy": (_near("L2.policy-moving-fast", nm_kl_entropy), 6),
+    "near-entropy-floor": (_near("L2.entropy-below-floor", nm_entropy), 6),
+    "near-loss-spike": (_near("L3.loss-spike", nm_loss), 6),
+    "near-loss-spike-zero": (_near("L3.loss-spike", nm_loss_near_zero), 6),
+    "near-grad-spike": (_near("L3.grad-norm-spike", nm_grad), 8),
+    "near-logprob": (_near("L4.logprob-mismatch", nm_logprob), 6),
+    "near-prob": (_near("L4.prob-mismatch", nm_prob), 4),
+    "near-lag": (_near("L4.policy-version-lag", nm_lag), 4),
+    "reward-hack": (f_reward_hack, 12),
+    "length-confound": (f_length, 9),
+    "hack-with-length": (f_hack_length, 6),
+    "zero-variance": (f_zero_variance, 9),
+    "difficulty-trap": (f_difficulty_trap, 9),
+    "kl-entropy-collapse": (f_collapse, 12),
+    "entropy-floor": (f_entropy_floor, 9),
+    "loss-spike": (f_loss_spike, 9),
+    "grad-spikes": (f_grad_spikes, 9),
+    "explosion-precursor": (f_explosion_precursor, 24),
+    "explosion-sudden": (f_explosion_sudden, 9),
+    "nan-in-reward": (_nan_origin("reward"), 6),
+    "nan-in-logprob": (_nan_origin("logprob_delta"), 6),
+    "nan-in-loss": (_nan_origin("loss"), 6),
+    "nan-in-grad-norm": (_nan_origin("grad_norm"), 6),
+    "logprob-level": (f_logprob("level"), 6),
+    "logprob-onset": (f_logprob("onset"), 6),
+    "logprob-drift": (f_logprob("drift"), 6),
+    "logprob-warn": (f_logprob("warn"), 4),
+    "prob-mismatch": (f_prob, 4),
+    "version-lag": (f_lag, 6),
+    "lag-and-mismatch": (f_lag_and_mismatch, 3),
+    "hack-then-blowup": (f_hack_then_blowup, 9),
+    "collapse-then-blowup": (f_collapse_then_blowup, 6),
+}
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+TRL = {"reward": "train/reward", "zero_std_frac": "train/frac_reward_zero_std",
+       "response_length": "train/completions/mean_length", "kl": "train/kl", "entropy": "train/entropy",
+       "loss": "train/loss", "grad_norm": "train/grad_norm", "lr": "train/learning_rate",
+       "logprob_delta": "train/sampling/sampling_logp_difference/mean",
+       "prob_delta": "training/rollout_probs_diff_mean",
+       "policy_version_lag": "training/off_policy/trajectory_staleness/mean"}
+VERL = {"reward": "critic/score/mean", "response_length": "response_length/mean", "kl": "actor/kl_loss",
+        "entropy": "actor/entropy", "loss": "actor/pg_loss", "grad_norm": "actor/grad_norm", "lr": "actor/lr",
+        "logprob_delta": "train_rollout_logprob_abs_diff", "prob_delta": "training/rollout_probs_diff_mean",
+        "policy_version_lag": "training/off_policy/trajectory_staleness/mean"}
+FORMATS = ("csv", "csv-split", "jsonl", "parquet", "long")
+
+
+def eval_key(framework: str, name: str) -> str:
+    return f"val-core/{name}/acc/mean@1" if framework == "verl" else f"eval/{name}_accuracy"
+
+
+def _fmt(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.6g}"
+
+
+def _rows(c: Curves, framework: str, resume: tuple[int, int] | None, rng) -> tuple[list[int], list[dict], dict]:
+    """Per-step train rows (each a dict key -> value) in write order, and eval rows by step."""
+    names = VERL if framework == "verl" else TRL
+    keys = {names[s]: v for s, v in c.sig.items() if s in names}
+    order = list(range(c.n))
+    replay: set[int] = set()
+    if resume is not None:                        # rows up to `at`, then again from `at - overlap`
+        at, overlap = resume
+        order = list(range(at)) + list(range(at - overlap, c.n))
+        replay = set(range(at - overlap, at))
+    seen: set[int] = set()
+    steps, rows = [], []
+    for i in order:
+        wobble = 1.0 + (0.01 * rng.normal() if i in replay and i in seen else 0.0)
+        seen.add(i)
+        steps.append(int(c.steps[i]))
+        rows.append({k: float(v[i]) * wobble for k, v in keys.items()})
+    evals: dict[int, dict] = {}
+    for name, (s, v) in c.evals.items():
+        for step, value in zip(s.tolist(), v.tolist()):
+            evals.setdefault(int(step), {})[eval_key(framework, name)] = float(value)
+    return steps, rows, evals
+
+
+def write_run(folder: Path, c: Curves, framework: str, fmt: str, resume, rng) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    steps, rows, evals = _rows(c, framework, resume, rng)
+    train_keys = list(rows[0])
+    eval_keys = sorted({k for e in evals.values() for k in e})
+    step_col = "training/global_step" if framework == "verl" and fmt != "jsonl" else "step"
+    if fmt in ("csv", "csv-split"):
+        split = fmt == "csv-split"
+        header = [step_col, *train_keys, *([] if split else eval_keys)]
+        with (folder / "train.csv").open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(header)
+            for s, r in zip(steps, rows):
+                e = {} if split else evals.get(s, {})
+                w.writerow([s, *(_fmt(r[k]) for k in train_keys), *(_fmt(e[k]) if k in e else "" for k in
+                                                                      ([] if split else eval_keys))])
+        if split and eval_keys:
+            with (folder / "eval.csv").open("w", newline="") as fh:
+                w = csv.writer(fh)
+                w.writerow([step_col, *eval_keys])
+                for s in sorted(evals):
+                    w.writerow([s, *(_fmt(evals[s][k]) if k in evals[s] else "" for k in eval_keys)])
+        return ["train.csv"] + (["eval.csv"] if split and eval_keys else [])
+    if fmt == "jsonl":
+        lines = []
+        done_evals: set[int] = set()
+        for s, r in zip(steps, rows):
+            data = dict(r)
+            if s in evals and s not in done_evals:
+                data.update(evals[s])
+                done_evals.add(s)
+            if framework == "verl":
+                data["training/global_step"] = s
+                lines.append(json.dumps({"step": s, "data": data}))
+            else:
+                lines.append(json.dumps({"train/global_step": s, **data}))
+        (folder / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+        return ["metrics.jsonl"]
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        cols: dict[str, list] = {step_col: steps}
+        for k in train_keys:
+            cols[k] = [r[k] for r in rows]
+        for k in eval_keys:
+            cols[k] = [evals.get(s, {}).get(k) for s in steps]
+        pq.write_table(pa.table(cols), folder / "metrics.parquet")
+        return ["metrics.parquet"]
+    if fmt == "long":
+        with (folder / "metrics_long.csv").open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["step", "key", "value"])
+            for s, r in zip(steps, rows):
+                for k in train_keys:
+                    w.writerow([s, k, _fmt(r[k])])
+            for s in sorted(evals):
+                for k, v in evals[s].items():
+                    w.writerow([s, k, _fmt(v)])
+        return ["metrics_long.csv"]
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+# --- the corpus -------------------------------------------------------------------------------------
+
+def specs(seed: int = SEED, scale: float = 1.0) -> list[tuple[str, str, int]]:
+    """(run name, family, index) for the whole corpus; `scale` shrinks every family (at least 1 run)."""
+    out = []
+    for family, (_, count) in FAMILIES.items():
+        k = max(1, int(round(count * scale)))
+        out.extend((f"{family}-{i:03d}", family, i) for i in range(k))
+    return out
+
+
+# families whose failure is a trend, not a single step, so logging every 5 or 10 steps keeps it visible
+TREND_FAMILIES = ("reward-hack", "length-confound", "zero-variance", "kl-entropy-collapse", "entropy-floor",
+                  "logprob-level", "logprob-onset", "logprob-drift", "version-lag", "healthy-long-answers")
+
+
+def _logging_interval(rng, c: Curves, family: str, lab: dict) -> int:
+    """TRL's logging_steps: most runs log every step, some every 5 or 10 (a divisor of the eval interval)."""
+    if not (lab.get("kind") in ("healthy", "near-miss") or family in TREND_FAMILIES) \
+            or family in ("healthy-absorbed-spike", "near-loss-spike", "near-loss-spike-zero", "near-grad-spike") \
+            or c.n < 200 or rng.random() > 0.3:
+        return 1
+    ev = np.concatenate([s for s, _ in c.evals.values()]) if c.evals else np.array([], dtype=int)
+    ok = [k for k in (5, 10) if np.all((ev % k == 0) | (ev == c.n))]
+    return int(rng.choice(ok)) if ok else 1
+
+
+def _subsample(c: Curves, every: int) -> None:
+    keep = (c.steps % every == 0) | (c.steps == c.steps[-1])
+    c.steps = c.steps[keep]
+    c.sig = {k: v[keep] for k, v in c.sig.items()}
+
+
+def build_one(name: str, family: str, index: int, seed: int = SEED) -> tuple[Curves, Label, str, str, tuple | None]:
+    """Generate one run's curves and label (no I/O): deterministic in (seed, family, index)."""
+    fam_seed = zlib.crc32(family.encode())       # stable across runs and Python versions
+    rng = np.random.default_rng([seed, fam_seed, index])
+    fn = FAMILIES[family][0]
+    out = fn(rng, index)
+    if len(out) == 3:
+        c, lab, info = out
+    else:
+        c, info = out
+        lab = {}
+    has_zero = "zero_std_frac" in c.sig
+    framework = "trl" if has_zero and (family in ("zero-variance", "difficulty-trap", "near-zero-std")
+                                       or rng.random() < 0.6) else "verl"
+    if framework == "verl":
+        c.sig.pop("zero_std_frac", None)          # verl core does not log it
+    every = _logging_interval(rng, c, family, lab)
+    if every > 1:
+        _subsample(c, every)
+    fmt = "parquet" if c.n >= 10_000 else str(rng.choice(FORMATS))
+    resume = None
+    if c.info.get("resume") and fmt in ("csv", "jsonl", "long") and c.n >= 100:
+        at = int(rng.uniform(0.3, 0.8) * c.n)
+        resume = (at, int(rng.integers(1, max(2, min(50, at // 4)))))
+    label = Label(name=name, family=family, params={**{k: v for k, v in info.items() if k != "resume"},
+                                                    "n_steps": int(c.steps[-1]), "log_every": every,
+                                                    "framework": framework, "format": fmt,
+                                                    "resumed": resume is not None}, **lab)
+    return c, label, framework, fmt, resume
+
+
+def build(out: str | Path, seed: int = SEED, scale: float = 1.0, names: list[str] | None = None) -> list[Label]:
+    """Write the corpus under out/runs/<name>/ and its labels to out/labels.json."""
+    out = Path(out)
+    if names is None and (out / "runs").exists():
+        shutil.rmtree(out / "runs")              # a run's format may change between builds: no stale files
+    labels = []
+    for name, family, index in specs(seed, scale):
+        if names is not None and name not in names:
+            continue
+        c, label, framework, fmt, resume = build_one(name, family, index, seed)
+        wrng = np.random.default_rng([seed, index, 7])
+        write_run(out / "runs" / name, c, framework, fmt, resume, wrng)
+        labels.append(label)
+    (out / "labels.json").write_text(json.dumps([asdict(lab) for lab in labels], indent=1) + "\n")
+    return labels
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python bench/scenarios.py OUT_DIR")
+    target = Path(sys.argv[1])
+    written = build(target)
+    print(f"wrote {len(written)} runs under {target / 'runs'}")

@@ -1,0 +1,38 @@
+"""Verdicts on the real logs in shared/real_logs agree with what their authors say happened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stabdiag.engine import diagnose
+from stabdiag.loaders import load
+
+REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "real_logs"
+pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs is not beside the checkout")
+
+# folder: (verdicts allowed, root layer or None); the authors' words are in each PROVENANCE.md
+EXPECTED = {
+    "bigscience_tr8_104B_wide_divergence": ({"fail"}, 3),       # spike -> divergence -> NaN
+    "bigscience_tr8b_104B_spikes": ({"fail"}, 3),               # repeated spikes, diverged
+    "bigscience_tr11_176B_bloom_spike": ({"warn"}, 3),          # transient spike, recovered in ~30 its
+    "bigscience_tr1_13B_glitches": ({"pass", "warn"}, None),    # transient, recovered
+    "llmc_gpt2_124m_baseline": ({"pass"}, None),
+    "dschat_ppo_opt1.3b": ({"pass"}, None),
+    "hf_trl_sft_tinyllama_lora": ({"pass"}, None),
+    "hf_trainer_cpt_feedback_gen": ({"pass"}, None),
+    "verl_qwen3_8b_grpo_lr5e-6_probe": ({"pass"}, None),
+    "unsloth_trl_grpo_llama3.1_8b": ({"pass", "warn"}, None),   # healthy; absorbed KL-burst loss spikes
+    "unsloth_trl_grpo_llama3.2_3b": ({"pass", "warn"}, None),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(EXPECTED))
+def test_real_log_verdict(folder):
+    (run,) = load(REAL / folder)
+    diag = diagnose(run)
+    verdicts, root = EXPECTED[folder]
+    assert diag.verdict in verdicts, [f.message for f in diag.findings]
+    if diag.verdict == "fail":
+        assert diag.root_layer == root

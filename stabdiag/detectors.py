@@ -277,11 +277,11 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
     for mask, severity, what in ((both, None, "kl+entropy"), (kl_only, "warn", "kl"),
                                  (ent_only, "warn", "entropy")):
         if mask.any():
-            i = int(np.argmax(mask))
+            # the steepest qualifying window: its start is where the fast movement began
+            steepness = kl_ratio if what == "kl" else ent_drop
+            i = int(np.argmax(np.where(mask, steepness, -np.inf)))
             start, end = float(grid[i]), float(grid[i + shift])
-            # the window is found as soon as its far end reaches the change, so the data is read over
-            # the window's second half, where KL and entropy have moved
-            explained = _explained(difficulty, (start + end) / 2.0, end, explained_zero_std_frac)
+            explained = _explained(difficulty, start, end, explained_zero_std_frac)
             return Evidence(int(round(start)), int(round(end)), {
                 "moved": what, "kl_start": float(kg[i]), "kl_end": float(kg[i + shift]),
                 "kl_ratio": float(kl_ratio[i]), "entropy_start": float(eg[i]),

@@ -58,6 +58,28 @@ def _typed_value(item) -> float | None:
     return None
 
 
+def _int64s(numbers: np.ndarray):
+    """An Arrow int64 array over a numpy array's buffer.  `pa.array(ndarray)` would first ask
+    whether the object is a pandas Series, which imports pandas (about 0.1 s, once per process)."""
+    import pyarrow as pa
+
+    numbers = np.ascontiguousarray(numbers, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(numbers), [None, pa.py_buffer(numbers)])
+
+
+def _numpy(array) -> np.ndarray:
+    """An Arrow integer or float64 array as numpy, zero-copy where it has no nulls: its
+    `to_numpy` would import pandas for that, like `pa.array` above."""
+    dtype = _NUMPY_TYPES.get(str(array.type))
+    if dtype is None or array.null_count:
+        return array.to_numpy(zero_copy_only=False)
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
+                         offset=array.offset * np.dtype(dtype).itemsize)
+
+
+_NUMPY_TYPES = {"int32": np.int32, "int64": np.int64, "double": np.float64}
+
+
 def _lines(text: str, count: int):
     """An Arrow string array of the `count` newline-terminated lines of `text`."""
     import pyarrow as pa
@@ -72,7 +94,7 @@ def _lines(text: str, count: int):
     offsets[1::2] = ends
     offsets[2::2] = ends + 1
     both = pa.LargeStringArray.from_buffers(2 * count, pa.py_buffer(offsets), pa.py_buffer(blob))
-    return both.take(pa.array(np.arange(0, 2 * count, 2)))
+    return both.take(_int64s(np.arange(0, 2 * count, 2)))
 
 
 def _as_floats(strings) -> np.ndarray | None:
@@ -81,7 +103,7 @@ def _as_floats(strings) -> np.ndarray | None:
     import pyarrow.compute as pc
 
     try:
-        return pc.cast(strings, pa.float64()).to_numpy(zero_copy_only=False)
+        return _numpy(pc.cast(strings, pa.float64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
@@ -114,8 +136,8 @@ def _join_nested(parts, values, items: np.ndarray, history: History):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    part_len = pc.binary_length(parts).to_numpy(zero_copy_only=False).astype(np.int64)
-    value_len = pc.binary_length(values).to_numpy(zero_copy_only=False).astype(np.int64)
+    part_len = _numpy(pc.binary_length(parts)).astype(np.int64)
+    value_len = _numpy(pc.binary_length(values)).astype(np.int64)
     part_cost = 1 + _varint_size(part_len) + part_len
     value_cost = 2 + _varint_size(value_len) + value_len
     nested = np.repeat(np.asarray(history._nested), items)
@@ -129,8 +151,13 @@ def _join_nested(parts, values, items: np.ndarray, history: History):
     last = np.minimum(np.searchsorted(part_ends, item_ends), len(part_ends) - 1)
     if not np.array_equal(part_ends[last], item_ends) or last[-1] != len(part_ends) - 1:
         return None
-    offsets = pa.array(np.concatenate([[0], last + 1]), pa.int64())
-    return pc.binary_join(pa.LargeListArray.from_arrays(offsets, parts), pa.scalar("/", parts.type))
+    offsets = _int64s(np.concatenate([[0], last + 1]))
+    if parts.type == pa.large_string():             # pa.scalar would import pandas
+        slash = pa.LargeStringArray.from_buffers(1, pa.py_buffer(np.array([0, 1], dtype=np.int64)),
+                                                 pa.py_buffer(b"/"))[0]
+    else:
+        slash = pa.scalar("/", parts.type)
+    return pc.binary_join(pa.LargeListArray.from_arrays(offsets, parts), slash)
 
 
 class History:
@@ -261,7 +288,7 @@ class History:
         keys = keys.dictionary_encode()
         self._reset()
         names = keys.dictionary.to_pylist()
-        codes = keys.indices.to_numpy(zero_copy_only=False)
+        codes = _numpy(keys.indices)
         if len(names) <= 0xFFFF:
             codes = codes.astype(np.uint16)           # numpy sorts 16-bit keys by radix sort
         order = np.argsort(codes, kind="stable")
@@ -282,7 +309,7 @@ class History:
             if numbers is not None:
                 col, ok = numbers[idx], None
             else:
-                col, ok = _numbers(values.take(idx))
+                col, ok = _numbers(values.take(_int64s(idx)))
             col_rows = rows[idx]
             if ok is not None:
                 col_rows, col = col_rows[ok], col[ok]

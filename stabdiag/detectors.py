@@ -549,9 +549,10 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
            "points before each point that set its recent level (early in the run: all so far, at least 10)"),
         _p("min_ratio", 10.0, 1, 1e9, "jump as a multiple of a positive recent level"),
         _p("min_jump_sd", 10.0, 0, 1e9, "jump in robust sds of the recent points"),
-        _p("isolated_max_count", 1, 0, 1e6, "at most this many spikes, each absorbed, only warn"),
-        _p("recover_points", 5, 1, 1e6, "points after a spike whose median shows whether it was absorbed"),
-        _p("recover_sd", 5.0, 0, 1e9, "absorbed: that median is back within this many robust sds of the level")),
+        _p("isolated_max_count", 1, 0, 1e6, "at most this many spike episodes, each absorbed, only warn"),
+        _p("recover_points", 5, 1, 1e6, "points after a spike episode in which the run must come back"),
+        _p("recover_sd", 5.0, 0, 1e9, "came back: their median, or 3 in a row, within this many robust sds "
+                                      "of the level")),
         lambda p: (f"a point is >= {p['min_ratio']:g}x the median of the {p['window_points']:g} points "
                    f"before it and >= {p['min_jump_sd']:g} robust sds above it; at most "
                    f"{p['isolated_max_count']:g} spike(s) that the run absorbs within {p['recover_points']:g} "
@@ -560,9 +561,9 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("ratio_vs_ema", 5.0, 1, 1e9, "value / EMA of the previous points"),
         _p("min_value", 5.0, 0, 1e12, "absolute floor the value must also exceed"),
         _p("ema_span_steps", 20, 1, 1e6, "EMA span, in logged points"),
-        _p("isolated_max_count", 1, 0, 1e6, "at most this many spikes, each absorbed, only warn"),
-        _p("recover_points", 5, 1, 1e6, "points after a spike whose median shows whether it was absorbed"),
-        _p("recover_ratio", 2.0, 1, 1e6, "absorbed: that median is back under this x the EMA")),
+        _p("isolated_max_count", 1, 0, 1e6, "at most this many spike episodes, each absorbed, only warn"),
+        _p("recover_points", 5, 1, 1e6, "points after a spike episode in which the run must come back"),
+        _p("recover_ratio", 2.0, 1, 1e6, "came back: their median, or 3 in a row, under this x the EMA")),
         lambda p: (f"a point is > {p['ratio_vs_ema']:g}x the EMA (span {p['ema_span_steps']:g}) of the points "
                    f"before it and > {p['min_value']:g}; at most {p['isolated_max_count']:g} spike(s) that the "
                    f"run absorbs within {p['recover_points']:g} points only warn")),

@@ -1,0 +1,107 @@
+"""The types every detector shares (Curve in, Evidence out, declared Params) and small helpers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _stats as st
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """One resolved signal: its canonical name, the raw key it came from, and its points."""
+
+    signal: str
+    key: str
+    steps: np.ndarray
+    values: np.ndarray
+
+    def finite(self) -> "Curve":
+        ok = np.isfinite(self.values)
+        return self if ok.all() else Curve(self.signal, self.key, self.steps[ok], self.values[ok])
+
+    @property
+    def span(self) -> int:
+        return int(self.steps[-1] - self.steps[0]) if len(self.steps) else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a detector saw: the step range, the numbers behind the message, and two qualifiers.
+
+    severity: a detector may lower a rule's severity (e.g. only one of two joint signals moved).
+    explained_by: the signal that explains the pattern away (e.g. all-correct groups explain an
+    entropy drop), so the finding is reported as a consequence, not a cause.
+    """
+
+    start_step: int
+    end_step: int
+    values: dict = field(default_factory=dict)
+    severity: str | None = None
+    explained_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    default: float
+    low: float
+    high: float
+    meaning: str
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorSpec:
+    name: str
+    fn: Callable[..., Evidence | None]
+    params: tuple[Param, ...]
+    describe: Callable[[dict], str]
+    sees_nonfinite: bool = False      # gets the whole series, not the part before the first NaN
+
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.params}
+
+
+def _smooth_window(n: int) -> int:
+    return max(3, min(21, n // 20))
+
+
+def _level_change(curve: Curve, start_step: float, end_step: float) -> tuple[float, int]:
+    """Theil–Sen change of a curve over [start_step, end_step], and the number of points used."""
+    inside = (curve.steps >= start_step) & (curve.steps <= end_step)
+    steps, values = curve.steps[inside], curve.values[inside]
+    if len(steps) < 2:
+        return 0.0, len(steps)
+    return st.theil_sen_slope(steps, values) * float(end_step - start_step), len(steps)
+
+
+def _ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of y on x and its standard error (inf when it cannot be estimated)."""
+    n = len(x)
+    dx = x - x.mean()
+    sxx = float(np.sum(dx * dx))
+    if n < 3 or sxx <= 0:
+        return 0.0, math.inf
+    slope = float(np.sum(dx * (y - y.mean())) / sxx)
+    resid = y - y.mean() - slope * dx
+    sigma = math.sqrt(float(np.sum(resid * resid)) / (n - 2))
+    return slope, sigma / math.sqrt(sxx)
+
+
+def _change_se(curve: Curve, start_step: float, end_step: float) -> float:
+    """Standard error of a straight-line change over [start, end], from the curve's own point noise."""
+    inside = (curve.steps >= start_step) & (curve.steps <= end_step)
+    steps = curve.steps[inside].astype(np.float64)
+    if len(steps) < 3:
+        return math.inf
+    spread = float(np.sum((steps - steps.mean()) ** 2))
+    sigma = st.noise_sd(curve.values[inside])
+    return sigma * float(end_step - start_step) / math.sqrt(spread) if spread > 0 else math.inf
+
+
+def _eval_summary(changes: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:+.3f}" for k, v in changes.items())

@@ -291,10 +291,12 @@ def inject_loss_spikes(rng, c: Curves, level: str) -> dict:
         mult = _strength(rng, 11, 100, level)
         loss[where] = lvl * mult
         size = mult
-    else:                                           # a loss near 0: jump 15-80 robust sds
+    else:                                           # a loss near 0: jump 18-80 robust sds and stay up
         sd = 1.4826 * float(np.median(np.abs(loss - np.median(loss))))
         size = _strength(rng, 18, 80, level)
-        loss[where] = lvl + size * sd
+        for at in where:                            # a burst the run comes back from is healthy there
+            loss[at:at + 12] = lvl + size * sd * np.exp(rng.normal(0, 0.1, len(loss[at:at + 12])))
+        # (12 points up is longer than a spike: the rule reads it as a level shift the run did not shake off)
     return {"spikes": k, "size": round(size, 1), "first": int(c.steps[where[0]]), "positive": lvl > 0.1}
 
 
@@ -429,6 +431,19 @@ def family_absorbed_spike(rng, i):
     label = dict(kind="healthy", verdict="warn", root_layer=3, must_fire=["L3.grad-norm-spike"],
                  must_not_fire=[r for r in ALL_RULES if r != "L3.grad-norm-spike"])
     return c, label, {**c.info, "spike_step": at, "spike": round(float(g[at]), 2)}
+
+
+def family_pg_loss_bursts(rng, i):
+    """Healthy GRPO with a policy-gradient loss near 0 that bursts 15-200 robust sds for single steps
+    (the batch's KL) and comes straight back: the shape of both Unsloth/TRL GRPO runs in real_logs."""
+    c = healthy(rng, _choose_n(rng, 250, 3000))
+    sd = rng.uniform(0.0003, 0.003)
+    loss = np.abs(sd * rng.normal(0, 1, c.n)) + sd
+    where = rng.choice(np.arange(max(25, c.n // 10), c.n - 8), size=int(rng.integers(2, 9)), replace=False)
+    loss[where] = sd * rng.uniform(15, 200, len(where))
+    c.sig["loss"] = loss
+    label = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+    return c, label, {**c.info, "bursts": len(where)}
 
 
 def family_long_answers(rng, i):
@@ -652,10 +667,9 @@ def f_loss_spike(rng, i):
     c = healthy(rng, _choose_n(rng, 200, 5000))
     level = LEVELS[i % 3]
     info = inject_loss_spikes(rng, c, level)
-    # one spike the run absorbs is a warning (like seed 002's skipped grad-norm spike); two or more fail
-    # on a positive (cross-entropy) loss; on a policy-gradient loss near 0, absorbed spikes of any count
-    # warn: both Unsloth/TRL GRPO runs in shared/real_logs show several and their authors call them healthy
-    severe = info["spikes"] > 1 and info["positive"]
+    # on a positive (cross-entropy) loss one spike the run absorbs is a warning (like seed 002's skipped
+    # grad-norm spike) and two or more fail; near 0 the injected jumps stay up, and that fails
+    severe = info["spikes"] > 1 or not info["positive"]
     return c, _fail(3, "fail" if severe else "warn", ["L3.loss-spike"]), {**info, "level": level}
 
 
@@ -750,6 +764,7 @@ FAMILIES: dict[str, tuple] = {
     "healthy": (family_healthy, 110),
     "healthy-absorbed-spike": (family_absorbed_spike, 10),
     "healthy-long-answers": (family_long_answers, 10),
+    "healthy-pg-loss-bursts": (family_pg_loss_bursts, 8),
     "near-divergence": (_near("L1.reward-eval-divergence", nm_divergence), 8),
     "near-length": (_near("L1.length-confound", nm_length), 6),
     "near-zero-std": (_near("L1.zero-variance-groups", nm_zero_std), 6),

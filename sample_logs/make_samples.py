@@ -184,7 +184,8 @@ def grpo_math_numeric_blowup(out: Path) -> None:
     climb = STEPS >= 250
     grad[climb] *= np.exp((STEPS[climb] - 250) / 25.0)
     loss = num["loss"].copy()
-    loss[STEPS == 296] = 0.6                                      # the loss spike
+    spiky = (STEPS >= 296) & (STEPS < 312)                        # the loss spikes and stays unstable
+    loss[spiky] = np.linspace(0.6, 1.5, int(spiky.sum())) * np.exp(rng.normal(0, 0.3, int(spiky.sum())))
     grad[STEPS == 312] = 2.0e4
     loss[STEPS >= 312] = math.nan
     grad[STEPS > 312] = math.nan

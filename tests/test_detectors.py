@@ -40,15 +40,27 @@ def test_pure_noise_never_fires(level, seed):
 
 @settings(max_examples=20, deadline=None)
 @given(shift=st.floats(-50, 50), seed=st.integers(0, 1000))
-def test_adding_a_constant_does_not_change_a_spike_finding(shift, seed):
+def test_adding_a_constant_does_not_change_a_level_shift_finding(shift, seed):
     rng = np.random.default_rng(seed)
     base = 1.0 + rng.normal(0, 0.02, 200)
-    base[150] = 30.0
+    base[150:160] = 30.0                      # up for longer than a spike: found at any level
     params = {**DETECTORS["spike_vs_recent"].defaults(), "window_points": 20, "min_ratio": 1.0, "min_jump_sd": 10}
     a = DETECTORS["spike_vs_recent"].fn(curve(base), **params)
     b = DETECTORS["spike_vs_recent"].fn(curve(base + shift), **params)
-    assert (a is None) == (b is None)
-    assert a.start_step == b.start_step
+    assert a is not None and b is not None
+    assert a.start_step == b.start_step and a.severity == b.severity is None
+
+
+def test_a_burst_the_run_comes_back_from_matters_only_on_a_cross_entropy_level():
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 0.02, 300)
+    params = DETECTORS["spike_vs_recent"].defaults()
+    ce = 2.3 + noise
+    ce[200] = 30.0
+    assert DETECTORS["spike_vs_recent"].fn(curve(ce), **params).severity == "warn"
+    pg = np.abs(noise) + 0.01                 # a KL-dominated loss a few sds above 0
+    pg[200] = 1.0
+    assert DETECTORS["spike_vs_recent"].fn(curve(pg), **params) is None
 
 
 @settings(max_examples=30, deadline=None)

@@ -23,8 +23,8 @@ EXPECTED = {
     "hf_trl_sft_tinyllama_lora": ({"pass"}, None),
     "hf_trainer_cpt_feedback_gen": ({"pass"}, None),
     "verl_qwen3_8b_grpo_lr5e-6_probe": ({"pass"}, None),
-    "unsloth_trl_grpo_llama3.1_8b": ({"pass", "warn"}, None),   # healthy; absorbed KL-burst loss spikes
-    "unsloth_trl_grpo_llama3.2_3b": ({"pass", "warn"}, None),
+    "unsloth_trl_grpo_llama3.1_8b": ({"pass"}, None),           # healthy; loss bursts it comes back from
+    "unsloth_trl_grpo_llama3.2_3b": ({"pass"}, None),
 }
 
 

@@ -12,11 +12,11 @@ from ._base import Curve, Evidence
 
 
 def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_under: np.ndarray,
-               stay_points: int = 3) -> tuple[bool, int]:
-    """Whether the run came back from every spike episode at `idx`, and how many episodes there are.
+               stay_points: int = 3) -> list[tuple[int, int, bool]]:
+    """The spike episodes at `idx` as (first index, last index, whether the run came back).
 
-    Consecutive spike points are one episode (a blow-up that lasts three steps is one event).  The run
-    came back from it when the `recover_points` points after it have their median under that episode's
+    Consecutive spike points are one episode (a blow-up that lasts three steps is one event); one longer
+    than `recover_points` is a level shift, not a spike.  The run came back from an episode when the `recover_points` points after it have their median under that episode's
     `back_under` level, or when within them the curve gets under it and stays for `stay_points` points
     (BLOOM-176B: grad norm 960 at iteration 31219, still 650 at 31222, back to 0.27 by 31250)."""
     breaks = np.flatnonzero(np.diff(idx) > 1)
@@ -25,6 +25,8 @@ def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_un
     k = int(recover_points)
 
     def recovered(start: int, end: int) -> bool:
+        if end - start + 1 > k:
+            return False                    # elevated for longer than a spike: a level shift
         after = values[end + 1:end + 1 + k]
         if len(after) < k:
             return False                    # the run ends (or breaks off) before it could come back
@@ -34,15 +36,15 @@ def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_un
         return any(j + stay_points <= len(values) and under[j:j + stay_points].all()
                    for j in range(end + 1, end + 1 + k))
 
-    return all(recovered(a, e) for a, e in zip(starts, ends)), len(starts)
+    return [(int(a), int(e), recovered(a, e)) for a, e in zip(starts, ends)]
 
 
 def spike_vs_recent(values: Curve, *, window_points, min_ratio, min_jump_sd, isolated_max_count,
                     recover_points, recover_sd) -> Evidence | None:
     """A point jumps far above the median of the points before it: by `min_jump_sd` robust sds, and
     (where that level is clearly positive, as for a cross-entropy loss) by `min_ratio` × the level.
-    At most `isolated_max_count` spikes, each followed by `recover_points` points whose median is back
-    within `recover_sd` robust sds of the recent level, are spikes the run absorbed: a warning."""
+    At most `isolated_max_count` spike episodes the run comes back from (see _recovered) are a warning;
+    on a level near 0 (a policy-gradient loss) episodes it comes back from are not reported at all."""
     v = values.finite()
     window = int(window_points)
     if len(v.values) <= 10:
@@ -62,15 +64,21 @@ def spike_vs_recent(values: Curve, *, window_points, min_ratio, min_jump_sd, iso
     spike &= np.isfinite(med)
     if not spike.any():
         return None
-    idx = np.flatnonzero(spike)
-    i = int(idx[0])
-    came_back, episodes = _recovered(v.values, idx, recover_points, med + recover_sd * sd)
-    # the seed's 10x reads a loss with a positive level (cross-entropy); a policy-gradient loss that
-    # hovers at 0 has no such scale, so spikes the run came back from are warnings however many
-    absorbed = came_back and (episodes <= isolated_max_count or not positive_level[i])
-    return Evidence(int(v.steps[i]), int(v.steps[idx[-1]]), {
+    episodes = _recovered(v.values, np.flatnonzero(spike), recover_points, med + recover_sd * sd)
+    # the seed's 10x reads a loss with a positive level (cross-entropy).  A policy-gradient loss that
+    # hovers at 0 has no such scale and bursts with the batch's KL: a burst it comes back from is not a
+    # finding (healthy TRL GRPO runs show several), one it does not come back from is
+    # "hovers at 0" = a level under 10 robust sds: a cross-entropy loss sits 20-100+ sds above 0, a
+    # KL-dominated GRPO loss (0.002 +- 0.001) 2-3 sds
+    cross_entropy_like = med > 10.0 * sd
+    episodes = [(a, e, back) for a, e, back in episodes if cross_entropy_like[a] or not back]
+    if not episodes:
+        return None
+    i = episodes[0][0]
+    absorbed = all(back for _, _, back in episodes) and len(episodes) <= isolated_max_count
+    return Evidence(int(v.steps[i]), int(v.steps[episodes[-1][1]]), {
         "signal": v.signal, "key": v.key, "value": float(v.values[i]), "recent": float(med[i]),
-        "ratio": float(v.values[i] / med[i]) if med[i] > 0 else math.inf, "count": episodes,
+        "ratio": float(v.values[i] / med[i]) if med[i] > 0 else math.inf, "count": len(episodes),
         "absorbed": f"absorbed: back to its level within {int(recover_points)} points" if absorbed
         else "not absorbed"},
         severity="warn" if absorbed else None)
@@ -90,11 +98,11 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_value, ema_span_steps, isol
         return None
     idx = np.flatnonzero(spike)
     i = int(idx[0])
-    came_back, episodes = _recovered(v.values, idx, recover_points, recover_ratio * ema)
-    absorbed = came_back and episodes <= isolated_max_count
+    episodes = _recovered(v.values, idx, recover_points, recover_ratio * ema)
+    absorbed = all(back for _, _, back in episodes) and len(episodes) <= isolated_max_count
     return Evidence(int(v.steps[i]), int(v.steps[idx[-1]]), {
         "signal": v.signal, "key": v.key, "value": float(v.values[i]), "ema": float(ema[i]),
-        "ratio": float(v.values[i] / ema[i]) if ema[i] > 0 else math.inf, "count": episodes,
+        "ratio": float(v.values[i] / ema[i]) if ema[i] > 0 else math.inf, "count": len(episodes),
         "absorbed": f"absorbed: back to its level within {int(recover_points)} points" if absorbed
         else "not absorbed"},
         severity="warn" if absorbed else None)

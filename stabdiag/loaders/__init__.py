@@ -67,6 +67,9 @@ def discover(source: str | os.PathLike[str]) -> list[RunSource]:
         raise InputError(source, "no such file or directory")
     if os.path.isfile(source):
         loader = loader_for(source)
+        if loader is None and tabular.is_rollout_dump(source):
+            raise InputError(source, "a rollout dump, not a metric log; measure its drift with "
+                                     "stabdiag probe FILE --model DIR, then check the run --with the series")
         if loader is None:
             raise InputError(source, "not a metric log stabdiag can read (expected CSV, TSV, JSONL, "
                                      "Parquet, a TensorBoard event file, a W&B run, trainer_state.json, "

@@ -53,7 +53,28 @@ def _kind(path: str) -> str | None:
 
 
 def can_load(path: str) -> bool:
-    return _kind(path) is not None and os.path.isfile(path)
+    return _kind(path) is not None and os.path.isfile(path) and not is_rollout_dump(path)
+
+
+_ROLLOUT_FIELDS = {"response_token_ids", "prompt_token_ids", "output_token_logprobs", "meta_info"}
+
+
+def is_rollout_dump(path: str) -> bool:
+    """A JSONL/Parquet file of rollout records (stabdiag probe's input), not a metric log."""
+    kind = _kind(path)
+    try:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            return bool(_ROLLOUT_FIELDS & set(pq.read_schema(path).names))
+        if kind == "jsonl":
+            with _open_text(path) as fh:
+                first = next((line for line in fh if line.strip()), "")
+            head = json.loads(first) if first.lstrip().startswith("{") else {}
+            return isinstance(head, dict) and bool(_ROLLOUT_FIELDS & set(head))
+    except (OSError, ValueError, EOFError, UnicodeDecodeError):
+        return False            # unreadable here: let load() say what is wrong with it
+    return False
 
 
 def load(path: str, **options) -> Run:

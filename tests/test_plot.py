@@ -14,13 +14,14 @@ from typer.testing import CliRunner
 import stabdiag
 from stabdiag.cli import app
 from stabdiag.engine import diagnose
+from stabdiag.loaders import discover
 
 pytest.importorskip("matplotlib")
 
 from stabdiag.plot import plot  # noqa: E402
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
-RUNS = sorted(p.name for p in SAMPLES.iterdir() if p.is_dir())
+RUNS = sorted(s.name for s in discover(SAMPLES))      # the sample runs (probe/ is not a metric log)
 runner = CliRunner()
 
 

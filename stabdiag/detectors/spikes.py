@@ -16,9 +16,10 @@ def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_un
     """The spike episodes at `idx` as (first index, last index, whether the run came back).
 
     Consecutive spike points are one episode (a blow-up that lasts three steps is one event); one longer
-    than `recover_points` is a level shift, not a spike.  The run came back from an episode when the `recover_points` points after it have their median under that episode's
-    `back_under` level, or when within them the curve gets under it and stays for `stay_points` points
-    (BLOOM-176B: grad norm 960 at iteration 31219, still 650 at 31222, back to 0.27 by 31250)."""
+    than `recover_points` is a level shift, not a spike.  The run came back from an episode when the
+    `recover_points` points after it have their median under that episode's `back_under` level, or when
+    within them the curve gets under it and stays for `stay_points` points (BLOOM-176B: grad norm 960 at
+    iteration 31219, still 650 at 31222, back to 0.27 by 31250)."""
     breaks = np.flatnonzero(np.diff(idx) > 1)
     starts = np.concatenate([idx[:1], idx[breaks + 1]])
     ends = np.concatenate([idx[breaks], idx[-1:]])

@@ -376,6 +376,55 @@ def test_old_writer_keys_typed_values_missing_step_and_text_nan(tmp_path):
     assert "note" not in run.series and run.notes[-1].endswith("wandb.finish()")
 
 
+def summary(num: int, update: dict, remove: tuple = ()) -> bytes:
+    """A summary record; a tuple key is a nested_key path, a string one is a plain `key`."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    rec = pb.Record(num=num)
+    for key, value in update.items():
+        item = rec.summary.update.add()
+        if isinstance(key, tuple):
+            item.nested_key.extend(key)
+        else:
+            item.key = key
+        item.value_json = json.dumps(value)
+    for key in remove:
+        rec.summary.remove.add().nested_key.extend(key)
+    return rec.SerializeToString()
+
+
+def test_summary_skips_and_newline_keys_match_the_item_path(tmp_path, monkeypatch):
+    """Repeated small summary records, one-part and nested summary items, a removal and a history
+    key holding a newline read the same through the fast paths as item by item."""
+    from stabdiag.loaders import _wandb_history, _wandb_log
+
+    runtime = {("_wandb", "runtime"): 1, "_runtime": 1}
+    records = [summary(1, {("gone", "x"): 5.0, ("old",): 1.0})]
+    for s in range(40):
+        records.append(history(s, {("g", "a"): s, ("g", "b"): -s} if s % 2 else {"a": s, "b\nc": s}))
+        records.append(summary(2 * s + 2, {("g", "a"): s, ("g", "b"): -s, "_step": s}))
+        records.append(summary(2 * s + 3, runtime))             # the same bytes but the num
+        records.append(summary(2 * s + 4, {("a",): s, "_step": s}))
+    records.append(summary(90, {}, remove=(("gone",),)))
+    records.append(summary(91, {("g", "a"): 99.0, ("new",): 7.0}))
+    path = tmp_path / "run-sum.wandb"
+    path.write_bytes(frame(records))
+    fast = wr.load(str(path))
+    assert fast.meta["summary"] == {"g/a": 99.0, "g/b": -39, "new": 7.0, "a": 39, "old": 1.0,
+                                    "_step": 39, "_runtime": 1}
+    assert fast.series["b\nc"].values.tolist() == [float(s) for s in range(0, 40, 2)]
+    assert fast.series["g/b"].values.tolist() == [float(-s) for s in range(1, 40, 2)]
+    monkeypatch.setattr(_wandb_history.History, "add_lite", lambda self, record, payload=None: False)
+    monkeypatch.setattr(_wandb_log, "aligned_keys", lambda items: None)
+    monkeypatch.setattr(_wandb_log, "_SMALL", -1)
+    slow = wr.load(str(path))
+    assert slow.meta["summary"] == fast.meta["summary"]
+    assert set(slow.series) == set(fast.series)
+    for key, series in fast.series.items():
+        np.testing.assert_array_equal(slow.series[key].steps, series.steps)
+        np.testing.assert_array_equal(slow.series[key].values, series.values)
+
+
 def test_can_load_and_run_root(tmp_path):
     root = tmp_path / "wandb" / "run-20240101_000000-abc"
     (root / "files").mkdir(parents=True)

@@ -3,9 +3,11 @@
 A big run has millions of history items, so the usual row is not decoded item by item in Python:
 its keys and JSON values arrive from the lite protobuf view (`_wandb_lite`) as two lists, are
 joined into newline-separated text, and a chunk of rows at a time is split, dictionary-encoded and
-parsed to float64 by Arrow.  Rows the lite view cannot represent faithfully (a logged nested dict,
-typed values, a key holding a newline) go through wandb's own classes item by item instead; both
-paths number rows alike, so a key's points merge back into write order.
+parsed to float64 by Arrow.  Rows the lite view cannot represent faithfully (typed values, a logged
+nested dict whose items cannot be measured) go through wandb's own classes item by item instead,
+and so does a whole chunk in which some key or value holds a newline (found when the chunk's text
+splits into more lines than it has items); both paths number rows alike, so a key's points merge
+back into write order.
 
 Media (images, tables, histograms) arrive as several items under one prefix, one of them
 `<prefix>/_type`; an image's width and size are numbers too, so every item under a prefix that has
@@ -81,20 +83,20 @@ _NUMPY_TYPES = {"int32": np.int32, "int64": np.int64, "double": np.float64}
 
 
 def _lines(text: str, count: int):
-    """An Arrow string array of the `count` newline-terminated lines of `text`."""
+    """An Arrow string array of the `count` newline-terminated lines of `text`; ValueError when
+    `text` has another number of lines (some line held a newline of its own)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     blob = text.encode("utf-8")
-    ends = np.flatnonzero(np.frombuffer(blob, dtype=np.uint8) == 10)
-    if len(ends) != count:
-        raise ValueError(f"expected {count} lines, found {len(ends)}")
-    # every line and every newline become strings of their own; keep the lines (even positions)
-    offsets = np.empty(2 * count + 1, dtype=np.int64)
-    offsets[0] = 0
-    offsets[1::2] = ends
-    offsets[2::2] = ends + 1
-    both = pa.LargeStringArray.from_buffers(2 * count, pa.py_buffer(offsets), pa.py_buffer(blob))
-    return both.take(_int64s(np.arange(0, 2 * count, 2)))
+    if not blob.endswith(b"\n"):
+        raise ValueError("the text does not end with a newline")
+    whole = pa.LargeStringArray.from_buffers(                # pa.array would import pandas
+        1, pa.py_buffer(np.array([0, len(blob) - 1], dtype=np.int64)), pa.py_buffer(blob))
+    lines = pc.split_pattern(whole, "\n").flatten()
+    if len(lines) != count:
+        raise ValueError(f"expected {count} lines, found {len(lines)}")
+    return lines
 
 
 def _as_floats(strings) -> np.ndarray | None:
@@ -202,13 +204,9 @@ class History:
             raw_lens = list(map(len, self._raw_class.FromString(payload).history.item))
             if len(raw_lens) != count:
                 return False
-        if count:
-            part_text = "\n".join(parts)
-            value_text = "\n".join(values)
-            if part_text.count("\n") != len(parts) - 1 or value_text.count("\n") != count - 1:
-                return False
-            self._part_text.append(part_text)
-            self._value_text.append(value_text)
+        if count:                                      # a newline inside a text: see _flush
+            self._part_text.append("\n".join(parts))
+            self._value_text.append("\n".join(values))
             self._rows.append(len(self.row_steps))
             self._items.append(count)
             self._parts.append(len(parts))
@@ -270,16 +268,24 @@ class History:
             self.row_steps.append(record.step.num if step is None else step)
             self.row_walls.append(wall)
 
+    def flush(self) -> None:
+        """Fold the buffered rows into the columns now (`columns` does it too)."""
+        self._flush()
+
     def _flush(self) -> None:
         if not self._pending:
             return
         count = self._pending
         items = np.asarray(self._items, dtype=np.int64)
         rows = np.repeat(np.asarray(self._rows, dtype=np.int64), items)
-        parts = _lines("\n".join(self._part_text) + "\n", int(sum(self._parts)))
-        values = _lines("\n".join(self._value_text) + "\n", count)
-        keys = parts if not any(self._nested) else _join_nested(parts, values, items, self)
-        if keys is None:                               # the byte count did not add up: re-read
+        try:
+            parts = _lines("\n".join(self._part_text) + "\n", int(sum(self._parts)))
+            values = _lines("\n".join(self._value_text) + "\n", count)
+        except ValueError:                             # a key or value held a newline
+            keys = None
+        else:
+            keys = parts if not any(self._nested) else _join_nested(parts, values, items, self)
+        if keys is None:                               # cannot split or count bytes: re-read
             buffered = list(zip(self._rows, self._payloads))
             self._reset()
             for row, payload in buffered:

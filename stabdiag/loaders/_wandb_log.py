@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import threading
 
 from ..errors import InputError, MissingExtraError
 from ._wandb_history import History, join_key
@@ -89,6 +90,19 @@ def _varint(buf, pos: int) -> tuple[int, int]:
     return 0, -1
 
 
+_SMALL = 256           # summary records this short are compared whole, to skip exact repeats
+
+
+def _body_start(payload) -> int:
+    """Where a record starts after its leading `num` field (which differs between repeats)."""
+    if not payload or payload[0] != 0x08:
+        return 0
+    pos = 1
+    while pos < len(payload) and payload[pos] & 0x80:
+        pos += 1
+    return pos + 1
+
+
 class Summary:
     """The run's final summary: every key's latest JSON text, folded from the newest record back."""
 
@@ -104,30 +118,48 @@ class Summary:
     def fold(self, lite, pb) -> None:
         """Settle each key at its newest update or removal; older records only fill in the rest.
 
-        A record whose items cannot be read from the lite view (a logged nested dict, or wandb's
-        own `_wandb.runtime` beside `_runtime` in every row) is decoded once per layout: the same
-        key parts (in any order, as wandb-core writes a row's items in map order) with the same
-        number of values are taken to be the same keys, which are settled already when met again.
+        A record is skipped when it cannot settle anything: its bytes (less the record number)
+        repeat a record already folded, or each of its items has one key part and every part is
+        settled already.  A record with one key part per item is settled from the lite view when
+        its parts come from one field (`aligned_keys`), else decoded.  A record whose items cannot
+        be read from the lite view (a logged nested dict) is decoded once per layout: the same key
+        parts (in any order, as wandb-core writes a row's items in map order) with the same number
+        of values are taken to be the same keys, which are settled already when met again.
         """
-        folded: set[tuple] = set()
+        folded: dict[tuple[int, int, int], list[tuple[list, list]]] = {}
+        repeats: set[bytes] = set()
+        settled = self._settled
         for entry in reversed(self._entries):
             if not isinstance(entry, (bytes, memoryview)):
                 self._fold_record(entry)
                 continue
+            if len(entry) <= _SMALL:                   # e.g. `_wandb.runtime` and `_runtime`
+                body = bytes(entry[_body_start(entry):])
+                if body in repeats:
+                    continue
+                repeats.add(body)
             view = lite.FromString(entry).summary
             update = view.update
-            keys = aligned_keys(update)
             if view.remove.key or view.remove.nested_key:
                 self._fold_record(pb.Record.FromString(entry).summary)
-            elif keys is None:
-                layout = (tuple(sorted(update.nested_key)), tuple(sorted(update.key)),
-                          len(update.value_json))
-                if layout not in folded:
-                    folded.add(layout)
+                continue
+            parts, names, count = update.nested_key, update.key, len(update.value_json)
+            if len(parts) + len(names) == count:       # one key part per item: parts are keys
+                if settled.issuperset(parts) and settled.issuperset(names):
+                    continue
+                keys = aligned_keys(update)
+                if keys is None:
                     self._fold_record(pb.Record.FromString(entry).summary)
-            elif not self._settled.issuperset(keys):
-                for key, text in zip(keys, update.value_json):
-                    self._settle(key, text)
+                else:
+                    for key, text in zip(keys, update.value_json):
+                        self._settle(key, text)
+                continue
+            shape = (len(parts), len(names), count)
+            layout = (sorted(parts), sorted(names) if names else [])
+            seen = folded.setdefault(shape, [])
+            if layout not in seen:
+                seen.append(layout)
+                self._fold_record(pb.Record.FromString(entry).summary)
         self._entries = []
 
     def _fold_record(self, record) -> None:
@@ -139,10 +171,10 @@ class Summary:
             self._settle(join_key(item), item.value_json)
 
     def _settle(self, key: str, text: str | None) -> None:
-        if key in self._settled or (self._removed and key.startswith(self._removed)):
+        if key in self._settled:
             return
-        self._settled.add(key)
-        if text is not None:
+        self._settled.add(key)                         # a key under a removed prefix too: it stays out
+        if text is not None and not (self._removed and key.startswith(self._removed)):
             self.raw[key] = text
 
     def flat(self) -> dict:
@@ -243,11 +275,37 @@ def read_log(path: str) -> LogContents:
             _add_record(out, pb.Record.FromString(payload))
         except decode_error:
             out.notes.append(f"skipped an undecodable record at byte offset {offset}")
+    # the last chunk of history is split and parsed by Arrow and numpy, which release the GIL, so
+    # it runs beside the summary's fold (Python and protobuf); the two touch no shared state
+    flushing = _Background(history.flush)
     try:
         summary.fold(lite, pb)
     except decode_error:
         out.notes.append("the run's summary could not be decoded")
+    finally:
+        flushing.join()
     return out
+
+
+class _Background:
+    """Run `task` in a thread; `join` waits for it and raises what it raised."""
+
+    def __init__(self, task) -> None:
+        self._task = task
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="stabdiag-wandb-flush", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._task()
+        except BaseException as exc:                   # handed to the reading thread by join
+            self._error = exc
+
+    def join(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def _map_read_only(path: str):

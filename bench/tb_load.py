@@ -24,11 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
+
+from _measure import peak_rss_mb  # bench/ is on sys.path when run as a script
 
 TOOLS = ("stabdiag", "tbparse", "EventAccumulator")
 
@@ -68,7 +69,7 @@ def measure(tool: str, logdir: str) -> dict:
         from tbparse import SummaryReader
     else:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    rss_after_imports = _peak_rss_mb()
+    rss_after_imports = peak_rss_mb()
     start = time.perf_counter()
     if tool == "stabdiag":
         (run,) = load(logdir)
@@ -83,22 +84,8 @@ def measure(tool: str, logdir: str) -> dict:
         events = [e for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag)]
         points, total = len(events), float(sum(e.value for e in events))
     seconds = time.perf_counter() - start
-    return {"tool": tool, "seconds": seconds, "peak_rss_mb": _peak_rss_mb(),
+    return {"tool": tool, "seconds": seconds, "peak_rss_mb": peak_rss_mb(),
             "rss_after_imports_mb": rss_after_imports, "points": points, "sum": total}
-
-
-def _peak_rss_mb() -> float:
-    """This process's peak RSS.  On Linux VmHWM, because ru_maxrss keeps the peak of the parent that
-    forked the child (here the parent that generated the file), which would hide a lower peak."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
 def run_child(tool: str, logdir: str) -> dict:

@@ -35,6 +35,8 @@ import tempfile
 import textwrap
 import time
 
+from _measure import peak_rss_mb  # bench/ is on sys.path when run as a script
+
 TOOLS = ("stabdiag", "bare")
 TARGET = 3.0
 SEED = 0
@@ -163,7 +165,7 @@ def measure(tool: str, run_dir: str, log_path: str) -> dict:
 
     from stabdiag.loaders import load
 
-    rss_after_imports = _peak_rss_mb()
+    rss_after_imports = peak_rss_mb()
     cpu0, start = _cpu(), time.perf_counter()
     points, total, records = 0, 0.0, 0
     if tool == "stabdiag":
@@ -175,7 +177,7 @@ def measure(tool: str, run_dir: str, log_path: str) -> dict:
         records = bare_pass(log_path)
         notes = []
     seconds, cpu = time.perf_counter() - start, _cpu() - cpu0
-    return {"tool": tool, "seconds": seconds, "cpu": cpu, "peak_rss_mb": _peak_rss_mb(),
+    return {"tool": tool, "seconds": seconds, "cpu": cpu, "peak_rss_mb": peak_rss_mb(),
             "rss_after_imports_mb": rss_after_imports, "points": points, "sum": total,
             "records": records, "notes": notes}
 
@@ -183,20 +185,6 @@ def measure(tool: str, run_dir: str, log_path: str) -> dict:
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def _peak_rss_mb() -> float:
-    """This process's peak RSS.  On Linux VmHWM, because ru_maxrss keeps the peak of the parent that
-    forked the child, which would hide a lower peak."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
 def run_child(tool: str, run_dir: str, log_path: str) -> dict:

@@ -8,8 +8,6 @@ holds NaN was logged as NaN, and that is a finding, so the two are never confuse
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import math
 import os
@@ -18,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._textio import json_lines, open_text
 from ..errors import InputError
 from ..run import Run, Series, run_name_for, series_from_long
 
@@ -68,7 +67,7 @@ def is_rollout_dump(path: str) -> bool:
 
             return bool(_ROLLOUT_FIELDS & set(pq.read_schema(path).names))
         if kind == "jsonl":
-            with _open_text(path) as fh:
+            with open_text(path) as fh:
                 first = next((line for line in fh if line.strip()), "")
             head = json.loads(first) if first.lstrip().startswith("{") else {}
             return isinstance(head, dict) and bool(_ROLLOUT_FIELDS & set(head))
@@ -102,16 +101,10 @@ def _short(exc: Exception) -> str:
     return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
-def _open_text(path: str):
-    if path.lower().endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
-
-
 def _read_delimited(path: str, sep: str) -> Table:
     import pandas as pd
 
-    with _open_text(path) as fh:
+    with open_text(path) as fh:
         head = fh.read(4096)
     if "\x00" in head:
         raise InputError(path, "binary data, not a text table")
@@ -135,26 +128,18 @@ def _flatten(obj: dict, prefix: str, out: dict) -> None:
 def _read_jsonl(path: str) -> Table:
     rows: list[dict] = []
     lines: list[int] = []
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"not valid JSON ({exc.msg})", line=lineno) from None
-            if not isinstance(obj, dict):
-                raise InputError(path, "each line must be a JSON object", line=lineno)
-            # verl's FileLogger writes {"step": N, "data": {...}}
-            if isinstance(obj.get("data"), dict):
-                inner = {k: v for k, v in obj.items() if k != "data"}
-                inner.update(obj["data"])
-                obj = inner
-            flat: dict = {}
-            _flatten(obj, "", flat)
-            rows.append(flat)
-            lines.append(lineno)
+    for lineno, obj in json_lines(path):
+        if not isinstance(obj, dict):
+            raise InputError(path, "each line must be a JSON object", line=lineno)
+        # verl's FileLogger writes {"step": N, "data": {...}}
+        if isinstance(obj.get("data"), dict):
+            inner = {k: v for k, v in obj.items() if k != "data"}
+            inner.update(obj["data"])
+            obj = inner
+        flat: dict = {}
+        _flatten(obj, "", flat)
+        rows.append(flat)
+        lines.append(lineno)
     columns: dict[str, None] = {}
     for row in rows:
         columns.update(dict.fromkeys(row))

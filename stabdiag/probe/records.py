@@ -10,8 +10,6 @@ kept as −inf and counted; they are excluded from the metrics, not averaged.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import math
 import os
@@ -21,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._textio import json_lines, open_text
 from ..errors import InputError
 from . import adapters
 
@@ -127,12 +126,6 @@ def _kind(path: str) -> str:
                            "or (with --trust-pickle) .pkl")
 
 
-def _open_text(path: str):
-    if path.lower().endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 def _iter_objects(path: str, trust_pickle: bool) -> Iterator[tuple[object, int | None, str | None, dict]]:
     """Yield (object, line, key, header meta) for every record-like object in a file."""
     kind = _kind(path)
@@ -140,7 +133,7 @@ def _iter_objects(path: str, trust_pickle: bool) -> Iterator[tuple[object, int |
         if kind == "jsonl":
             yield from _iter_jsonl(path)
         elif kind == "json":
-            with _open_text(path) as fh:
+            with open_text(path) as fh:
                 data = json.load(fh)
             items = data if isinstance(data, list) else [data]
             for i, item in enumerate(items):
@@ -171,21 +164,13 @@ def _iter_objects(path: str, trust_pickle: bool) -> Iterator[tuple[object, int |
 
 def _iter_jsonl(path: str) -> Iterator[tuple[object, int | None, str | None, dict]]:
     header: dict = {}
-    with _open_text(path) as fh:
-        for lineno, text in enumerate(fh, start=1):
-            text = text.strip()
-            if not text:
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"not valid JSON: {exc.msg}", line=lineno) from None
-            if isinstance(obj, dict) and set(obj) <= {"meta", "schema"} and "meta" in obj:
-                if not isinstance(obj["meta"], dict):
-                    raise InputError(path, "header meta must be an object", line=lineno)
-                header = dict(obj["meta"])        # a header line: meta for the records below it
-                continue
-            yield obj, lineno, None, header
+    for lineno, obj in json_lines(path):
+        if isinstance(obj, dict) and set(obj) <= {"meta", "schema"} and "meta" in obj:
+            if not isinstance(obj["meta"], dict):
+                raise InputError(path, "header meta must be an object", line=lineno)
+            header = dict(obj["meta"])            # a header line: meta for the records below it
+            continue
+        yield obj, lineno, None, header
 
 
 def _json_cell(text: str, path: str, row: int) -> dict:

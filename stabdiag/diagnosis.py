@@ -98,6 +98,7 @@ class Diagnosis:
     first_nonfinite_step: int | None = None
     steps: tuple[int, int] | None = None
     sources: tuple[str, ...] = field(default=())
+    framework: str | None = None        # the framework recognised from the run's keys, e.g. "verl"
     trends: tuple[Trend, ...] = field(default=(), compare=False)   # display only; not in to_dict()
 
     @property
@@ -118,7 +119,7 @@ class Diagnosis:
                 "layers": [layer.to_dict() for layer in self.layers],
                 "findings": [f.to_dict() for f in self.findings],
                 "unknown": [u.to_dict() for u in self.unknown],
-                "signals": dict(self.signals), "resumed": self.resumed,
+                "signals": dict(self.signals), "framework": self.framework, "resumed": self.resumed,
                 "first_nonfinite_step": self.first_nonfinite_step,
                 "steps": list(self.steps) if self.steps else None, "notes": list(self.notes)}
 

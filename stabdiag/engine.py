@@ -151,7 +151,8 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
                      "the last write of each step was used")
     return Diagnosis(run=run.name, layers=tuple(layers), findings=tuple(findings), unknown=tuple(unknown),
                      signals=signals.mapping(), root_layer=root, notes=tuple(notes), resumed=run.resumed,
-                     first_nonfinite_step=cutoff, steps=span, sources=run.sources)
+                     first_nonfinite_step=cutoff, steps=span, sources=run.sources,
+                     framework=signals.framework)
 
 
 def _downstream(f: Finding) -> Finding:

@@ -69,6 +69,7 @@ def test_reward_hacking_marks_layer3_downstream_and_says_resumed(sample_report):
     precursor = next(f for f in layer3 if f["rule"] == "L3.grad-norm-precursor")
     assert precursor["evidence"]["lead"] >= 20
     assert run["resumed"] is True
+    assert run["framework"] == "verl"
 
 
 def test_version_mismatch_reports_the_ratio(sample_report):

@@ -39,6 +39,8 @@ def _verdict_line(diag: Diagnosis) -> Text:
         text.append("  no layer failed")
     if diag.steps:
         text.append(f"  steps {diag.steps[0]}-{diag.steps[1]}", style="dim")
+    if diag.framework:
+        text.append(f"  {diag.framework}", style="dim")
     if diag.resumed:
         text.append("  resumed", style="dim")
     return text

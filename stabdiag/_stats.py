@@ -83,17 +83,6 @@ def theil_sen_slope(steps: np.ndarray, values: np.ndarray, max_points: int = 300
     return float(np.median((values[j] - values[i])[ok] / dx[ok]))
 
 
-def longest_true_run(mask: np.ndarray) -> tuple[int, int] | None:
-    """(start, end) indices, inclusive, of the longest stretch of True; None if there is none."""
-    if not mask.any():
-        return None
-    padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
-    edges = np.flatnonzero(np.diff(padded))
-    starts, ends = edges[::2], edges[1::2] - 1
-    best = int(np.argmax(ends - starts))
-    return int(starts[best]), int(ends[best])
-
-
 def true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
     """Every (start, end) inclusive stretch of True, in order."""
     padded = np.concatenate([[False], mask, [False]]).astype(np.int8)

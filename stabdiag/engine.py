@@ -9,6 +9,7 @@ step: after that the numbers describe a broken model, not a training dynamic.
 from __future__ import annotations
 
 import string
+from dataclasses import replace
 
 import numpy as np
 
@@ -108,11 +109,12 @@ def _layer(layer: int, findings: list[Finding], ran: bool, missing: list[str]) -
     return LayerResult(layer, status, onset, mine, tuple(dict.fromkeys(missing)))
 
 
-def _root(layers: list[LayerResult]) -> int | None:
-    for wanted in (Status.FAIL, Status.WARN):
-        for result in layers:
-            if result.status is wanted:
-                return result.layer
+def _root(findings: list[Finding]) -> int | None:
+    """The first layer with a failing finding, else the first with a warning."""
+    for severity in ("fail", "warn"):
+        layers = [f.layer for f in findings if f.severity == severity]
+        if layers:
+            return min(layers)
     return None
 
 
@@ -139,9 +141,8 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
         evidence = rule.spec.fn(**kwargs, **values)
         if evidence is not None:
             findings.append(_finding(rule, evidence))
-    layers = [_layer(layer, findings, ran[layer], missing_by_layer[layer]) for layer in LAYERS]
-    root = _root(layers)
-    findings = [f if root is None or f.layer <= root else _downstream(f) for f in findings]
+    root = _root(findings)
+    findings = [f if root is None or f.layer <= root else replace(f, downstream=True) for f in findings]
     layers = [_layer(layer, findings, ran[layer], missing_by_layer[layer]) for layer in LAYERS]
     all_steps = [s.steps for s in run.series.values() if len(s)]
     span = (int(min(a[0] for a in all_steps)), int(max(a[-1] for a in all_steps))) if all_steps else None
@@ -153,8 +154,3 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
                      signals=signals.mapping(), root_layer=root, notes=tuple(notes), resumed=run.resumed,
                      first_nonfinite_step=cutoff, steps=span, sources=run.sources,
                      framework=signals.framework)
-
-
-def _downstream(f: Finding) -> Finding:
-    return Finding(f.rule, f.layer, f.severity, f.title, f.start_step, f.end_step, f.message, f.evidence,
-                   f.check_first, downstream=True, explained_by=f.explained_by)

@@ -125,4 +125,4 @@ def test_stats_helpers():
     x = np.array([1.0, 2.0, 3.0, 100.0])
     assert _stats.robust_sd(x) < 5
     assert _stats.theil_sen_slope(np.arange(10.0), 3 * np.arange(10.0) + 1) == 3.0
-    assert _stats.longest_true_run(np.array([0, 1, 1, 0, 1], bool)) == (1, 2)
+    assert _stats.true_runs(np.array([0, 1, 1, 0, 1], bool)) == [(1, 2), (4, 4)]

@@ -195,11 +195,11 @@ def load_rules(extra_dirs: list[str | os.PathLike[str]] | None = None) -> tuple[
 
 @lru_cache(maxsize=1)
 def _shipped_rules() -> tuple[Rule, ...]:
-    folder = resources.files("stabdiag") / "rules"
+    folder = resources.files("stabdiag") / "checklist"
     rules: list[Rule] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".toml") and entry.name != "signals.toml":
-            rules.extend(parse_rule_file(entry.read_text(encoding="utf-8"), f"rules/{entry.name}"))
+            rules.extend(parse_rule_file(entry.read_text(encoding="utf-8"), f"checklist/{entry.name}"))
     return tuple(rules)
 
 

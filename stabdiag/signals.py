@@ -1,6 +1,6 @@
 """Canonical signals: which of a run's own metric keys feeds reward, kl, grad_norm, eval:<name>, …
 
-The alias table is data (rules/signals.toml); a user's --map SIGNAL=KEY wins over it.  Evals are found
+The alias table is data (checklist/signals.toml); a user's --map SIGNAL=KEY wins over it.  Evals are found
 by pattern, any number of them; an eval logged in percent is rescaled to 0–1 and the rescale noted.
 The framework that wrote the run is recognised from fingerprint keys (also data in signals.toml), or
 failing that from the loader's knowledge of the file format (Run.meta["framework"]).
@@ -128,7 +128,7 @@ def parse_alias_table(text: str, path: str) -> AliasTable:
 
 @lru_cache(maxsize=1)
 def default_alias_table() -> AliasTable:
-    ref = resources.files("stabdiag") / "rules" / "signals.toml"
+    ref = resources.files("stabdiag") / "checklist" / "signals.toml"
     return parse_alias_table(ref.read_text(encoding="utf-8"), str(ref))
 
 

@@ -117,7 +117,7 @@ def test_map_from_file_and_flag_wins_per_signal(run_dir):
 
 
 def test_rules_dirs_are_relative_to_the_file(run_dir):
-    text = (resources.files("stabdiag") / "rules" / "layer2_policy.toml").read_text(encoding="utf-8")
+    text = (resources.files("stabdiag") / "checklist" / "layer2_policy.toml").read_text(encoding="utf-8")
     block = "[[rule]]" + text.split("[[rule]]")[1]
     block = block.replace('id       = "L2.policy-moving-fast"', 'id       = "L2.custom-copy"')
     extra = run_dir / "ci_rules"

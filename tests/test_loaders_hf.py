@@ -12,7 +12,8 @@ import pytest
 from stabdiag import loaders
 from stabdiag.engine import diagnose
 from stabdiag.errors import InputError
-from stabdiag.loaders import hf_trainer_state, notebook
+from stabdiag.loaders import notebook
+from stabdiag.loaders import trainer_state as hf_trainer_state
 from stabdiag.signals import resolve
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"

@@ -24,7 +24,8 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa
 from tensorboard.util import tensor_util  # noqa: E402
 
 from stabdiag.errors import InputError, MissingExtraError  # noqa: E402
-from stabdiag.loaders import _tbevents, _tfrecord, discover, load  # noqa: E402
+from stabdiag.loaders import discover, load  # noqa: E402
+from stabdiag.loaders.tensorboard import _events as _tbevents, _tfrecord  # noqa: E402
 from stabdiag.loaders import tensorboard as tb  # noqa: E402
 
 SCALARS_META = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))

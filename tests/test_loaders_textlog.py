@@ -12,7 +12,7 @@ import pytest
 
 from stabdiag import loaders
 from stabdiag.engine import diagnose
-from stabdiag.loaders import textlog
+from stabdiag.loaders import text as textlog
 from stabdiag.signals import resolve
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"

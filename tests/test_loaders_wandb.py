@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from stabdiag.errors import InputError, MissingExtraError
 from stabdiag.loaders import discover, load
-from stabdiag.loaders import wandb_run as wr
+from stabdiag.loaders import wandb as wr
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("wandb") is None, reason="wandb not installed")
 
@@ -157,7 +157,7 @@ def test_step_col_option_picks_the_axis(runs):
 
 def test_item_path_and_chunked_flush_give_the_same_run(runs, monkeypatch):
     """The vectorized reading (chunked, with nested rows) equals wandb's classes item by item."""
-    from stabdiag.loaders import _wandb_history, _wandb_log
+    from stabdiag.loaders.wandb import _history as _wandb_history, _log as _wandb_log
 
     fast = wr.load(str(runs["mixed_log"]))
     monkeypatch.setattr(_wandb_history.History, "chunk_items", 37)
@@ -208,7 +208,7 @@ def records(path: Path):
     """(offset, payload length, Record) of every record, framed by stabdiag's own reader."""
     from wandb.proto import wandb_internal_pb2 as pb
 
-    from stabdiag.loaders._wandb_records import iter_records
+    from stabdiag.loaders.wandb._records import iter_records
 
     data = path.read_bytes()
     return [(off, len(p), pb.Record.FromString(p)) for off, p in iter_records(data, [])]
@@ -396,7 +396,7 @@ def summary(num: int, update: dict, remove: tuple = ()) -> bytes:
 def test_summary_skips_and_newline_keys_match_the_item_path(tmp_path, monkeypatch):
     """Repeated small summary records, one-part and nested summary items, a removal and a history
     key holding a newline read the same through the fast paths as item by item."""
-    from stabdiag.loaders import _wandb_history, _wandb_log
+    from stabdiag.loaders.wandb import _history as _wandb_history, _log as _wandb_log
 
     runtime = {("_wandb", "runtime"): 1, "_runtime": 1}
     records = [summary(1, {("gone", "x"): 5.0, ("old",): 1.0})]
@@ -533,7 +533,7 @@ def online_rows(n=100):
 def fake_api(monkeypatch, tmp_path):
     import wandb
 
-    from stabdiag.loaders import _wandb_online
+    from stabdiag.loaders.wandb import _online as _wandb_online
 
     state = {"run": FakeRun(online_rows()), "made": 0}
 
@@ -557,14 +557,14 @@ def fake_api(monkeypatch, tmp_path):
 @pytest.mark.parametrize("uri", ["wandb://ent/proj/r1", "wandb://ent/proj/runs/r1/",
                                  "https://wandb.ai/ent/proj/runs/r1", "https://wandb.ai/ent/proj/runs/r1?nw=x"])
 def test_uri_and_url_parsing(uri):
-    from stabdiag.loaders._wandb_online import parse_uri
+    from stabdiag.loaders.wandb._online import parse_uri
 
     assert wr.handles_uri(uri)
     assert parse_uri(uri) == ("ent", "proj", "r1")
 
 
 def test_other_uris_are_not_claimed_and_bad_ones_are_located():
-    from stabdiag.loaders._wandb_online import parse_uri
+    from stabdiag.loaders.wandb._online import parse_uri
 
     assert not wr.handles_uri("https://example.com/ent/proj/runs/r1")
     assert not wr.handles_uri("s3://bucket/run")
@@ -628,7 +628,7 @@ def test_no_login_is_one_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("STABDIAG_CACHE_DIR", str(tmp_path / "cache"))
-    from stabdiag.loaders import _wandb_online
+    from stabdiag.loaders.wandb import _online as _wandb_online
 
     assert _wandb_online._has_credentials() is False
     with pytest.raises(InputError, match="not logged in to W&B; run `wandb login`"):

@@ -19,9 +19,10 @@ from types import ModuleType
 
 from ..errors import InputError
 from ..run import Run, merge_runs, run_name_for
-from . import hf_trainer_state, notebook, tabular, tensorboard, textlog, wandb_run
+from . import tabular, tensorboard, text, trainer_state, wandb
+from .text import notebook
 
-LOADERS: tuple[ModuleType, ...] = (wandb_run, tensorboard, tabular, hf_trainer_state, notebook, textlog)
+LOADERS: tuple[ModuleType, ...] = (wandb, tensorboard, tabular, trainer_state, notebook, text)
 
 _SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules"}
 

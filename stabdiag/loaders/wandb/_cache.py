@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..run import Run
-from ._wandb_axes import axis_chooser, build_series
+from ...errors import InputError
+from ...run import Run
+from ._axes import axis_chooser, build_series
 
 _TERMINAL = frozenset(("finished", "crashed", "failed", "killed"))
 

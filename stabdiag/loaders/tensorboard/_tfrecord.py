@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import MissingExtraError
+from ...errors import MissingExtraError
 
 _HEADER = struct.Struct("<QI")
 _LENGTH = struct.Struct("<Q")

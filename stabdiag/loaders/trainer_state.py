@@ -14,8 +14,8 @@ import re
 
 from ..errors import InputError
 from ..run import Run
-from . import _text
-from ._text import Points
+from . import _common
+from ._common import Points
 
 FORMAT = "HF trainer_state.json"
 _SUMMARY_KEYS = {"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos",
@@ -24,14 +24,14 @@ _BARE_NAN = re.compile(r"(?<=[:\[,\s])(-?)(nan|inf|infinity)(?=[,\]\}\s])", re.I
 
 
 def can_load(path: str) -> bool:
-    if _text.extension(path) != ".json":
+    if _common.extension(path) != ".json":
         return False
-    text = _text.head(path)
+    text = _common.head(path)
     return text is not None and '"log_history"' in text
 
 
 def _parse(path: str) -> dict:
-    text = _text.read_text(path)
+    text = _common.read_text(path)
     try:
         return json.loads(text)
     except ValueError:
@@ -51,7 +51,7 @@ def _value(raw) -> float | None:
     if isinstance(raw, (int, float)):
         return float(raw)
     if isinstance(raw, str):
-        return _text.number(raw)
+        return _common.number(raw)
     return None
 
 

@@ -18,7 +18,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 
-from ..errors import InputError
+from ...errors import InputError
 
 HEADER_IDENT = b":W&B"
 HEADER_MAGIC = 0xBEE1

@@ -2,10 +2,10 @@
 
 Local: every wandb run, online or offline, leaves a directory `wandb/run-<time>-<id>/` (or
 `offline-run-...`) whose `run-<id>.wandb` transaction log holds the full-resolution history; current
-wandb ships no reader for it, so stabdiag decodes it directly (`_wandb_records`, `_wandb_log`).  Runs
+wandb ships no reader for it, so stabdiag decodes it directly (`_records`, `_log`).  Runs
 from old wandb releases also have `files/wandb-history.jsonl`, which is read when there is no
 transaction log.  Online: `wandb://ENTITY/PROJECT/RUN_ID` and W&B run URLs are fetched through the
-public API at full resolution and cached as Parquet (`_wandb_online`).
+public API at full resolution and cached as Parquet (`_online`).
 
 A series is keyed by the name the run logged, nested dicts joined with '/'.  Its step is `_step`,
 unless the run declared another x-axis with `define_metric(..., step_metric=...)` (as the Hugging
@@ -19,10 +19,10 @@ import json
 import math
 import os
 
-from ..errors import InputError
-from ..run import Run, merge_runs, run_name_for
-from ._wandb_axes import axis_chooser, build_series
-from ._wandb_log import LogContents, read_log
+from ...errors import InputError
+from ...run import Run, merge_runs, run_name_for
+from ._axes import axis_chooser, build_series
+from ._log import LogContents, read_log
 
 _HISTORY_JSONL = "wandb-history.jsonl"
 # old runs' system metrics (no step axis): claimed so that no other loader misreads them, then left out
@@ -102,14 +102,14 @@ def load_group(paths: list[str], **options) -> Run:
 
 
 def handles_uri(uri: str) -> bool:
-    from ._wandb_online import handles_uri as handles
+    from ._online import handles_uri as handles
 
     return handles(uri)
 
 
 def load_uri(uri: str, **options) -> Run:
-    """Fetch an online run's full history (cached); see `_wandb_online`."""
-    from ._wandb_online import load_uri as fetch
+    """Fetch an online run's full history (cached); see `_online`."""
+    from ._online import load_uri as fetch
 
     return fetch(uri, **options)
 

@@ -4,7 +4,7 @@ wandb-core writes one `history` record per committed `wandb.log` row, a `summary
 row's latest values, and a few small records: the run (config, ids, start time), `define_metric`
 x-axes, config changes and the exit.  A record's kind is read off its first bytes, so console
 output and system stats are skipped undecoded; history rows go through the lite view
-(`_wandb_lite`, `_wandb_history`).  Summary records are kept undecoded and folded newest first at
+(`_lite`, `_history`).  Summary records are kept undecoded and folded newest first at
 the end, so only the latest value of each key is ever decoded.
 """
 
@@ -15,10 +15,10 @@ import mmap
 import os
 import threading
 
-from ..errors import InputError, MissingExtraError
-from ._wandb_history import History, join_key
-from ._wandb_lite import aligned_keys, lite_record_classes
-from ._wandb_records import HEADER_LEN, check_header, iter_records
+from ...errors import InputError, MissingExtraError
+from ._history import History, join_key
+from ._lite import aligned_keys, lite_record_classes
+from ._records import HEADER_LEN, check_header, iter_records
 
 # Record fields of wandb_internal.proto: the kinds read here, and all kinds (the oneof)
 _HISTORY, _SUMMARY, _CONFIG, _METRIC, _RUN, _EXIT = 2, 3, 5, 12, 17, 18

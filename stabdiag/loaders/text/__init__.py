@@ -1,7 +1,7 @@
 """Console logs that frameworks print, recognised by content (the first 512 KB), not by name:
 
 - Megatron-LM / Megatron-DeepSpeed  `iteration 100/ 1000 | ... | lm loss: 2.3E+00 | grad norm: ... |`
-  and `validation loss at iteration N | lm loss value: ... |` (see _megatron_text)
+  and `validation loss at iteration N | lm loss value: ... |` (see _megatron)
 - DeepSpeed-Chat PPO                `epoch: 0|step: 42|ppo_ep: 1|act_loss: ...|cri_loss: ...` followed by
   `average reward score: ...`
 - llm.c main.log                    `s:0 trl:11.0 lr:0.0006 norm:1.2` and `s:250 tel:6.17`
@@ -19,10 +19,11 @@ import math
 import os
 import re
 
-from ..errors import InputError
-from ..run import Run
-from . import _megatron_text, _text
-from ._text import Points
+from ...errors import InputError
+from ...run import Run
+from .. import _common
+from . import _megatron
+from .._common import Points
 
 _DSCHAT = re.compile(r"epoch:\s*(\d+)\s*\|\s*step:\s*(\d+)\s*\|(.*)")
 _DSCHAT_REWARD = re.compile(r"average reward score:\s*(\S+)")
@@ -41,7 +42,7 @@ _HF_SUMMARY = {"train_runtime", "train_samples_per_second", "train_steps_per_sec
 
 def _format_of(text: str) -> str | None:
     lines = text.splitlines()
-    if _megatron_text.RECORD.search(text):
+    if _megatron.RECORD.search(text):
         return "megatron"
     if any(_DSCHAT.search(line) for line in lines):
         return "dschat"
@@ -55,9 +56,9 @@ def _format_of(text: str) -> str | None:
 
 
 def can_load(path: str) -> bool:
-    if _text.extension(path) in _text.NOT_LOGS:
+    if _common.extension(path) in _common.NOT_LOGS:
         return False
-    text = _text.head(path, _SNIFF_BYTES)
+    text = _common.head(path, _SNIFF_BYTES)
     if text is None:
         return False
     fmt = _format_of(text)
@@ -68,11 +69,11 @@ def can_load(path: str) -> bool:
 
 
 def load(path: str, **options) -> Run:
-    text = _text.read_text(path)
+    text = _common.read_text(path)
     fmt = _format_of(text[:_SNIFF_BYTES]) or _format_of(text)
     if fmt is None:
         raise InputError(path, "no metric lines of a known console format found")
-    reader = {"megatron": _megatron_text.read, "dschat": _read_dschat, "llmc": _read_llmc,
+    reader = {"megatron": _megatron.read, "dschat": _read_dschat, "llmc": _read_llmc,
               "verl": _read_verl, "hf": _read_hf}[fmt]
     return reader(path, text)
 
@@ -97,14 +98,14 @@ def _read_dschat(path: str, text: str) -> Run:
             fields = records.setdefault(current, {})   # a later ppo_ep of the same step overwrites
             for part in match.group(3).split("|"):
                 key, sep, raw = part.partition(":")
-                value = _text.number(raw) if sep else None
+                value = _common.number(raw) if sep else None
                 if value is not None and key.strip() != "ppo_ep":
                     fields[key.strip()] = value
             metric_lines += 1
             continue
         reward = _DSCHAT_REWARD.search(line)
-        if reward and current is not None and _text.number(reward.group(1)) is not None:
-            records[current]["average reward score"] = _text.number(reward.group(1))
+        if reward and current is not None and _common.number(reward.group(1)) is not None:
+            records[current]["average reward score"] = _common.number(reward.group(1))
             metric_lines += 1
         elif _OVERFLOW.search(line):
             overflows += 1
@@ -129,7 +130,7 @@ def _read_llmc(path: str, text: str) -> Run:
         step = int(match.group(1))
         for token in match.group(2).split():
             key, _, raw = token.partition(":")
-            value = _text.number(raw)
+            value = _common.number(raw)
             if value is not None:
                 points.add(step, key, value)
         metric_lines += 1
@@ -148,7 +149,7 @@ def _read_verl(path: str, text: str) -> Run:
         read = 0
         for part in match.group(2).split(" - "):
             key, sep, raw = part.strip().partition(":")
-            value = _text.number(raw) if sep else None
+            value = _common.number(raw) if sep else None
             if value is not None and key:
                 points.add(step, key, value)
                 read += 1
@@ -186,7 +187,7 @@ def _read_hf(path: str, text: str) -> Run:
         match = _HF_DICT.search(line)
         if not match:
             continue
-        values = {k: v for k, v in ((k, _text.number(raw)) for k, raw in _HF_PAIR.findall(match.group(0)))
+        values = {k: v for k, v in ((k, _common.number(raw)) for k, raw in _HF_PAIR.findall(match.group(0)))
                   if v is not None}
         if not values or _HF_SUMMARY & values.keys():
             continue

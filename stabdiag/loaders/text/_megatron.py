@@ -18,9 +18,9 @@ import math
 import os
 import re
 
-from ..run import Run
-from . import _text
-from ._text import Points
+from ...run import Run
+from .. import _common
+from .._common import Points
 
 RECORD = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _VALID = re.compile(r"\bvalid(?:ation)? loss at iteration\s+(\d+)\s*\|(.*)")
@@ -68,7 +68,7 @@ def _fields(body: str) -> dict[str, float]:
         if not sep:
             continue
         tokens = raw.split()
-        value = _text.number(tokens[0]) if tokens else None
+        value = _common.number(tokens[0]) if tokens else None
         if value is None:
             continue
         compact = re.sub(r"\s+", "", name).lower()

@@ -13,8 +13,8 @@ from fnmatch import fnmatchcase
 
 import numpy as np
 
-from ..errors import InputError
-from ..run import Series
+from ...errors import InputError
+from ...run import Series
 
 
 def axis_chooser(step_col: str | None, columns, rules: list[tuple[str, bool, str]],

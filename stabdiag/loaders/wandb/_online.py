@@ -21,9 +21,9 @@ import os
 import re
 import time
 
-from ..errors import InputError, MissingExtraError
-from ..run import Run
-from ._wandb_cache import finished_cache, read_cache, run_cache_dir, run_from_table, to_table, write_cache
+from ...errors import InputError, MissingExtraError
+from ...run import Run
+from ._cache import finished_cache, read_cache, run_cache_dir, run_from_table, to_table, write_cache
 
 _URI = re.compile(r"^wandb://(?P<entity>[^/?#\s]+)/(?P<project>[^/?#\s]+)/(?:runs/)?(?P<run>[^/?#\s]+)/?$")
 _URL = re.compile(r"^https?://(?:www\.)?wandb\.ai/(?P<entity>[^/?#\s]+)/(?P<project>[^/?#\s]+)/runs/"

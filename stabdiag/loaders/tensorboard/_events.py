@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import MissingExtraError
+from ...errors import MissingExtraError
 from ._protowire import FieldHits, intern_bytes, last_per_message, read_fixed, read_varints, scan_fields
 
 # Field numbers of tensorboard.compat.proto's Event, Summary, Summary.Value and TensorProto; protobuf

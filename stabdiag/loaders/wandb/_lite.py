@@ -5,7 +5,7 @@ ten times the parse itself on a large run.  This view declares the row's `item` 
 embedded message instead of a repeated one; protobuf merges repeated occurrences of an embedded
 message, so the key parts and the JSON values of all items arrive as two flat lists.  Where an item
 has several key parts (a logged nested dict), the raw view (`RawRecord`) gives each item's length,
-from which the parts of each item are counted (`_wandb_history`).
+from which the parts of each item are counted (`_history`).
 
 Field numbers are those of wandb_internal.proto (Record, HistoryRecord, HistoryItem, SummaryRecord,
 SummaryItem), which wandb keeps stable because old run files must stay readable.

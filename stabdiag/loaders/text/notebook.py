@@ -16,10 +16,10 @@ import os
 import re
 from html.parser import HTMLParser
 
-from ..errors import InputError
-from ..run import Run, merge_runs, run_name_for
-from . import _text
-from ._text import Points
+from ...errors import InputError
+from ...run import Run, merge_runs, run_name_for
+from .. import _common
+from .._common import Points
 
 _MAX_BYTES = 64 * 1024 * 1024
 _HTML_STEP = re.compile(r"<th[^>]*>\s*(?:Step|Epoch)\s*</th>\s*<th[^>]*>\s*Training Loss", re.IGNORECASE)
@@ -113,17 +113,17 @@ def _read_raw(path: str) -> str | None:
             return None
     except OSError:
         return None
-    return _text.head(path, _MAX_BYTES)
+    return _common.head(path, _MAX_BYTES)
 
 
 def can_load(path: str) -> bool:
-    ext = _text.extension(path)
+    ext = _common.extension(path)
     if ext in (".ipynb", ".html", ".htm"):
         raw = _read_raw(path)
         return raw is not None and _HTML_STEP.search(raw) is not None
-    if ext in _text.NOT_LOGS:
+    if ext in _common.NOT_LOGS:
         return False
-    text = _text.head(path)
+    text = _common.head(path)
     return text is not None and _PIPE_HEADER.search(text) is not None
 
 
@@ -131,7 +131,7 @@ def _tables_of(path: str) -> list[list[list[str]]]:
     raw = _read_raw(path)
     if raw is None:
         raise InputError(path, "cannot read (missing, binary or over 64 MB)")
-    ext = _text.extension(path)
+    ext = _common.extension(path)
     if ext == ".ipynb":
         return [t for html in _ipynb_html(path, raw) for t in _html_tables(html)]
     if ext in (".html", ".htm"):
@@ -145,12 +145,12 @@ def load(path: str, **options) -> Run:
     for table in tables:
         header = [_column(c) for c in table[0]]
         for cells in table[1:]:
-            step = _text.number(cells[0]) if cells else None
+            step = _common.number(cells[0]) if cells else None
             if step is None:
                 continue
             rows += 1
             for key, cell in zip(header[1:], cells[1:]):
-                value = _text.number(cell)
+                value = _common.number(cell)
                 if value is None:
                     blank += cell.strip() != ""   # "No log" cells are absent, not NaN
                     continue
@@ -174,7 +174,7 @@ def load_group(paths: list[str], **options) -> Run:
     runs: list[Run] = []
     seen: dict[tuple, str] = {}
     dropped: list[str] = []
-    for path in sorted(paths, key=lambda p: (_text.extension(p) != ".ipynb", p)):
+    for path in sorted(paths, key=lambda p: (_common.extension(p) != ".ipynb", p)):
         run = load(path, **options)
         sig = _signature(run)
         if sig in seen:

@@ -6,7 +6,7 @@ evidence (TensorBoard's reader purges them, and they are often the spike that ca
 The per-tag sub-folders that `add_scalars` writes (runs/x/loss_train/events… holding tag `loss`)
 belong to the run above them and become keys like `loss/train`.  Nothing is downsampled.
 
-Reading is vectorized (see _tfrecord, _protowire, _tbevents) because the usual readers take tens of
+Reading is vectorized (see _tfrecord, _protowire, _events) because the usual readers take tens of
 seconds on a file of a few million scalars; tensorboard and google-crc32c are imported only when a
 file is read.
 """
@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from ..errors import InputError, MissingExtraError
-from ..run import Run, Series, run_name_for
+from ...errors import InputError, MissingExtraError
+from ...run import Run, Series, run_name_for
 
 _FIRST_TAG_BYTES = 1 << 20        # how far into a file run_root looks for the first scalar tag
 _MAX_LISTED = 5                   # corrupt offsets named in one note
@@ -92,7 +92,7 @@ def _per_tag_suffix(folder_name: str, tag: str) -> str | None:
 
 def _first_tag(path: str) -> str | None:
     """The tag of the first scalar in the first MB of an event file, or None."""
-    from ._tbevents import decode_file
+    from ._events import decode_file
     from ._tfrecord import read_records
 
     try:
@@ -110,7 +110,7 @@ def load(path: str, **options) -> Run:
 
 def load_group(paths: list[str], **options) -> Run:
     """Read the event files of one run together, oldest first, and merge them into one Run."""
-    from ._tbevents import decode_file
+    from ._events import decode_file
     from ._tfrecord import read_records
 
     root = _common_root(paths)

@@ -3,7 +3,7 @@
 Writes a 100-tag x 20,000-step event file with tensorboard's own EventFileWriter, then reads it with
 each tool in a fresh process, so that each peak RSS is that tool's alone:
 
-  stabdiag          stabdiag.loaders.load(DIR): every point, both CRCs of every record verified
+  stabdiag          stabdiag.assemble.load(DIR): every point, both CRCs of every record verified
   tbparse           SummaryReader(DIR).scalars
   EventAccumulator  EventAccumulator(DIR, size_guidance={"scalars": 0}).Reload()  (0 = keep everything)
 
@@ -64,7 +64,7 @@ def generate(logdir: str, layout: str, tags: int, steps: int) -> bool:
 def measure(tool: str, logdir: str) -> dict:
     """Run in a child process: import, then time one load; points, sum of values, RSS."""
     if tool == "stabdiag":
-        from stabdiag.loaders import load
+        from stabdiag.assemble import load
     elif tool == "tbparse":
         from tbparse import SummaryReader
     else:

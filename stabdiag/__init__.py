@@ -22,11 +22,14 @@ __all__ = ["__version__", "load", "diagnose", "render", "get_rule", "list_rules"
            "InputError", "RuleError", "ConfigError", "MissingExtraError"]
 
 
-def load(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], **options) -> list[Run]:
-    """Every run found under one or more paths or URIs (format sniffed per file)."""
-    from .loaders import load as _load
+def load(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, split_sources: bool = False,
+         **options) -> list[Run]:
+    """Every training run found under one or more paths or URIs (format sniffed per file; the files of
+    one run, such as an HF output dir's events, trainer_state.json and console log, merged into one Run).
+    `split_sources=True` gives every source its own Run instead."""
+    from .assemble import load as _load
 
-    return _load(source, **options)
+    return _load(source, split_sources=split_sources, **options)
 
 
 def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[str] | None = None,

@@ -73,12 +73,15 @@ def _main(version: Optional[bool] = typer.Option(None, "--version", callback=_ve
 
 
 def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str], progress: bool,
-               refresh: bool):
-    from .loaders import load
+               refresh: bool, split_sources: bool = False):
+    from .assemble import load
     from .run import merge_runs
 
     options = {"step_col": step_col, "progress": progress, "refresh": refresh}
-    runs = load(paths, **options)
+    runs = load(paths, split_sources=split_sources, **options)
+    for run in runs:
+        for warning in run.warnings:
+            print(f"warning: {run.name}: {warning}", file=sys.stderr)
     if with_files:
         extra = load(with_files, **options)
         merged = merge_runs("with", extra)
@@ -180,6 +183,9 @@ def check(
                                                                       "where each came from, then exit."),
     step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
     refresh: bool = typer.Option(False, "--refresh", help="Refetch online runs instead of using the cache."),
+    split_sources: bool = typer.Option(False, "--split-sources", help="Read every source (event folder, "
+                                                                     "W&B run, trainer_state.json, console "
+                                                                     "log) as a run of its own."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (2 stays 2)."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
@@ -199,7 +205,8 @@ def check(
             sys.stdout.write(settings.show())
             return
         terminal = fmt == "terminal" or output is not None
-        runs = _load_runs(paths, with_files, step_col, progress=terminal, refresh=refresh)
+        runs = _load_runs(paths, with_files, step_col, progress=terminal, refresh=refresh,
+                          split_sources=split_sources)
         diagnoses = _diagnose_all(runs, rules, settings)
         if fmt in ("terminal", "markdown") or terminal:
             diagnoses = [with_trends(d, r, mapping=settings.map) for d, r in zip(diagnoses, runs)]
@@ -246,6 +253,9 @@ def plot(
     rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
     config: Optional[str] = typer.Option(None, "--config", help="Config file instead of the one found."),
     step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    split_sources: bool = typer.Option(False, "--split-sources", help="Read every source (event folder, "
+                                                                     "W&B run, trainer_state.json, console "
+                                                                     "log) as a run of its own."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
     """Draw each run's timeline: four layer panels, findings shaded, the first NaN/Inf marked."""
@@ -259,7 +269,8 @@ def plot(
         fmt = _choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                     "map": mapping, "param": params})
-        runs = _load_runs(paths, with_files, step_col, progress=False, refresh=False)
+        runs = _load_runs(paths, with_files, step_col, progress=False, refresh=False,
+                          split_sources=split_sources)
         folder = output is not None and (Path(output).is_dir() or not suffix)
         if len(runs) > 1 and output is not None and not folder:
             raise ConfigError(f"-o {output}: the input holds {len(runs)} runs; give a folder to write one "
@@ -282,6 +293,9 @@ def signals(
     format: str = typer.Option("text", "--format", "-f", help="text or json."),
     mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY overrides."),
     step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    split_sources: bool = typer.Option(False, "--split-sources", help="Read every source (event folder, "
+                                                                     "W&B run, trainer_state.json, console "
+                                                                     "log) as a run of its own."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
     """Show which of your metric keys feeds each canonical signal, and what stayed unmapped."""
@@ -291,7 +305,8 @@ def signals(
 
         fmt = _choice("--format", format, ("text", "json"))
         user_map = parse_mapping(mapping)
-        runs = _load_runs(paths, [], step_col, progress=fmt == "text", refresh=False)
+        runs = _load_runs(paths, [], step_col, progress=fmt == "text", refresh=False,
+                          split_sources=split_sources)
         resolved = [resolve(r, user_map) for r in runs]
         sys.stdout.write(render_signals(resolved, fmt))
 

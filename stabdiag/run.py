@@ -8,6 +8,7 @@ evidence instead of being thrown away.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,10 +24,15 @@ class Series:
     wall_time: np.ndarray | None = None  # float64 seconds since the epoch, where the format has it
     superseded_steps: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     superseded_values: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))
+    source: str = ""                    # the file it was read from (set by assembly), for provenance
+    stepped_back: bool = False          # in write order, a step came after a larger one (a restart)
 
     @classmethod
-    def from_points(cls, key: str, steps, values, wall_time=None) -> "Series":
-        """Build a Series from points in write order; for a repeated step the last write wins."""
+    def from_points(cls, key: str, steps, values, wall_time=None, *, write_order: bool = True,
+                    stepped_back: bool = False) -> "Series":
+        """Build a Series from points in write order; for a repeated step the last write wins.
+        `write_order=False` is for points gathered from parts already sorted (their own restarts are
+        passed as `stepped_back`)."""
         steps = np.asarray(steps, dtype=np.int64)
         values = np.asarray(values, dtype=np.float64)
         walls = None if wall_time is None else np.asarray(wall_time, dtype=np.float64)
@@ -38,6 +44,8 @@ class Series:
             is_last[:-1] = s_steps[1:] != s_steps[:-1]
         keep = order[is_last]
         dropped = order[~is_last]
+        if write_order and len(steps) > 1:
+            stepped_back = stepped_back or bool(np.any(steps[1:] < np.maximum.accumulate(steps)[:-1]))
         return cls(
             key=key,
             steps=steps[keep],
@@ -45,6 +53,7 @@ class Series:
             wall_time=None if walls is None else walls[keep],
             superseded_steps=steps[dropped],
             superseded_values=values[dropped],
+            stepped_back=stepped_back,
         )
 
     def __len__(self) -> int:
@@ -54,26 +63,55 @@ class Series:
     def nonfinite_count(self) -> int:
         return int(np.count_nonzero(~np.isfinite(self.values)))
 
+    def rewritten_steps(self) -> np.ndarray:
+        """Steps whose earlier write holds another value than the one kept (a restart that diverged).
+
+        Writing the same value at the same step again is bookkeeping (an eval record repeating the
+        epoch, two ranks printing one line, a checkpoint's copy of the history), not a rewrite."""
+        if not len(self.superseded_steps):
+            return np.empty(0, np.int64)
+        kept = self.values[np.searchsorted(self.steps, self.superseded_steps)]
+        old = self.superseded_values
+        same = np.isclose(old, kept, rtol=1e-6, atol=0.0) | (np.isnan(old) & np.isnan(kept)) | (old == kept)
+        return np.unique(self.superseded_steps[~same])
+
+
+# keys a trainer writes again at the same step as part of its bookkeeping, never a sign of a restart
+_BOOKKEEPING = re.compile(r"(^|/)(epoch|global_step|step|_step|_runtime|_timestamp|total_flos|"
+                          r"[a-z_]*runtime|[a-z_]*per_second)$")
+
+
+def is_bookkeeping(key: str) -> bool:
+    return _BOOKKEEPING.search(key) is not None
+
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """The metric history of one run: series by raw key, where it came from, and load notes."""
+    """The metric history of one run: series by raw key, where it came from, and load notes.
+
+    `warnings` are problems with the input that the user should see even in a clean report (a file of
+    the run that could not be read); they are also in `notes`."""
 
     name: str
     series: dict[str, Series]
     sources: tuple[str, ...] = ()
     meta: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def resumed(self) -> bool:
-        """True when some step was written more than once (a restart replayed steps)."""
-        return any(len(s.superseded_steps) for s in self.series.values())
+        """True when a metric's steps went backwards or a step was written again with another value (a
+        restart); bookkeeping keys re-logged at the same step, and copies of one history (a
+        checkpoint's trainer_state.json), are not a resume."""
+        return self.duplicate_steps > 0
 
     @property
     def duplicate_steps(self) -> int:
-        """Number of distinct steps that were written more than once, over all series."""
-        steps = [np.unique(s.superseded_steps) for s in self.series.values() if len(s.superseded_steps)]
+        """Number of distinct steps written again by a restart, over all non-bookkeeping series."""
+        steps = [s.superseded_steps if s.stepped_back else s.rewritten_steps()
+                 for k, s in self.series.items() if not is_bookkeeping(k)]
+        steps = [a for a in steps if len(a)]
         return int(len(np.unique(np.concatenate(steps)))) if steps else 0
 
     def keys(self) -> list[str]:
@@ -84,7 +122,7 @@ class Run:
         merged = dict(self.series)
         merged.update(extra)
         notes = self.notes + ((note,) if note else ())
-        return Run(self.name, merged, self.sources, dict(self.meta), notes)
+        return Run(self.name, merged, self.sources, dict(self.meta), notes, self.warnings)
 
 
 def series_from_long(keys, steps, values, wall_time=None) -> dict[str, Series]:
@@ -110,7 +148,7 @@ def merge_runs(name: str, runs: list[Run]) -> Run:
     """Merge runs read from several files of one run; for a key in several, later files win a step."""
     if len(runs) == 1:
         r = runs[0]
-        return Run(name, r.series, r.sources, r.meta, r.notes)
+        return Run(name, r.series, r.sources, r.meta, r.notes, r.warnings)
     by_key: dict[str, list[Series]] = {}
     for r in runs:
         for key, s in r.series.items():
@@ -122,15 +160,18 @@ def merge_runs(name: str, runs: list[Run]) -> Run:
             continue
         steps = np.concatenate([np.concatenate([p.superseded_steps, p.steps]) for p in parts])
         values = np.concatenate([np.concatenate([p.superseded_values, p.values]) for p in parts])
-        series[key] = Series.from_points(key, steps, values)
+        series[key] = Series.from_points(key, steps, values, write_order=False,
+                                         stepped_back=any(p.stepped_back for p in parts))
     meta: dict = {}
     notes: list[str] = []
+    warnings: list[str] = []
     sources: list[str] = []
     for r in runs:
         meta.update(r.meta)
         notes.extend(r.notes)
+        warnings.extend(r.warnings)
         sources.extend(r.sources)
-    return Run(name, series, tuple(sources), meta, tuple(notes))
+    return Run(name, series, tuple(sources), meta, tuple(notes), tuple(warnings))
 
 
 def run_name_for(path: str | os.PathLike[str]) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag import loaders
+from stabdiag import assemble, loaders
 from stabdiag.engine import diagnose
 from stabdiag.errors import InputError
 from stabdiag.loaders import notebook
@@ -128,11 +128,17 @@ def test_broken_json_is_an_input_error(tmp_path):
         hf_trainer_state.load(path)
 
 
-def test_checkpoint_states_are_runs_of_their_own(tmp_path):
+def test_checkpoint_copies_join_the_output_dir_as_one_run(tmp_path):
+    # a checkpoint's trainer_state.json is a prefix of the final one: one run, read once, not "resumed"
+    state = json.loads(STATE)
+    state["log_history"] = state["log_history"][:2]
     write(tmp_path, "trainer_state.json", STATE)
     (tmp_path / "checkpoint-20").mkdir()
-    write(tmp_path / "checkpoint-20", "trainer_state.json", STATE)
-    assert sorted(src.name for src in loaders.discover(str(tmp_path))) == ["checkpoint-20", tmp_path.name]
+    write(tmp_path / "checkpoint-20", "trainer_state.json", json.dumps(state))
+    [found] = assemble.discover(str(tmp_path))
+    assert found.name == tmp_path.name and len(found.files) == 2
+    [run] = assemble.load(str(tmp_path))
+    assert not run.resumed and list(run.series["loss"].steps) == [10, 20, 30]
 
 
 def test_notebook_output_table(tmp_path):
@@ -148,7 +154,7 @@ def test_notebook_output_table(tmp_path):
 def test_notebook_and_its_html_copy_are_read_once(tmp_path):
     write(tmp_path, "grpo.ipynb", notebook_json(HTML_TABLE))
     write(tmp_path, "training_output_cell.html", HTML_TABLE)
-    [run] = loaders.load(str(tmp_path))
+    [run] = assemble.load(str(tmp_path))
     assert not run.resumed and len(run.series["reward"]) == 3
     assert any("read once" in n for n in run.notes)
 
@@ -170,7 +176,7 @@ def test_notebook_without_a_training_table_is_not_claimed(tmp_path):
 
 @real
 def test_real_trl_sft_trainer_state_passes():
-    [run] = loaders.load(str(REAL / "hf_trl_sft_tinyllama_lora"))
+    [run] = assemble.load(str(REAL / "hf_trl_sft_tinyllama_lora"))
     sig = resolve(run)
     assert sig.framework == "TRL SFT" and len(sig.series["loss"]) == 186 and len(sig.series["eval_loss"]) == 14
     assert not run.resumed
@@ -179,7 +185,7 @@ def test_real_trl_sft_trainer_state_passes():
 
 @real
 def test_real_hf_trainer_cpt_reads_trainer_state_not_console():
-    [run] = loaders.load(str(REAL / "hf_trainer_cpt_feedback_gen"))
+    [run] = assemble.load(str(REAL / "hf_trainer_cpt_feedback_gen"))
     assert [Path(s).name for s in run.sources] == ["trainer_state.json"]
     sig = resolve(run)
     assert sig.framework == "HF Trainer" and sig.mapping()["eval_loss"] == "eval_loss"
@@ -190,14 +196,14 @@ def test_real_hf_trainer_cpt_reads_trainer_state_not_console():
 @real
 def test_real_hf_trainer_console_reads_alone(tmp_path):
     text = (REAL / "hf_trainer_cpt_feedback_gen" / "cmd.txt").read_text(encoding="utf-8", errors="replace")
-    run = loaders.load(write(tmp_path, "cmd.txt", text))[0]
+    run = assemble.load(write(tmp_path, "cmd.txt", text))[0]
     assert list(run.series["loss"].steps)[:3] == [500, 1000, 1500] and len(run.series["eval_loss"]) == 10
 
 
 @real
 @pytest.mark.parametrize("folder,rows", [("unsloth_trl_grpo_llama3.1_8b", 250), ("unsloth_trl_grpo_llama3.2_3b", 500)])
 def test_real_unsloth_notebooks(folder, rows):
-    [run] = loaders.load(str(REAL / folder))
+    [run] = assemble.load(str(REAL / folder))
     sig = resolve(run)
     assert sig.framework == "TRL GRPO" and not run.resumed
     assert len(sig.series["reward"]) == rows and sig.mapping()["kl"] == "kl"

@@ -23,10 +23,11 @@ from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata  # noq
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 from tensorboard.util import tensor_util  # noqa: E402
 
+from stabdiag.assemble import discover, load  # noqa: E402
 from stabdiag.errors import InputError, MissingExtraError  # noqa: E402
-from stabdiag.loaders import discover, load  # noqa: E402
-from stabdiag.loaders.tensorboard import _events as _tbevents, _tfrecord  # noqa: E402
 from stabdiag.loaders import tensorboard as tb  # noqa: E402
+from stabdiag.loaders.tensorboard import _events as _tbevents  # noqa: E402
+from stabdiag.loaders.tensorboard import _tfrecord
 
 SCALARS_META = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
 

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from stabdiag.assemble import discover, load
 from stabdiag.errors import InputError, MissingExtraError
-from stabdiag.loaders import discover, load
 from stabdiag.loaders import wandb as wr
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("wandb") is None, reason="wandb not installed")
@@ -157,7 +157,8 @@ def test_step_col_option_picks_the_axis(runs):
 
 def test_item_path_and_chunked_flush_give_the_same_run(runs, monkeypatch):
     """The vectorized reading (chunked, with nested rows) equals wandb's classes item by item."""
-    from stabdiag.loaders.wandb import _history as _wandb_history, _log as _wandb_log
+    from stabdiag.loaders.wandb import _history as _wandb_history
+    from stabdiag.loaders.wandb import _log as _wandb_log
 
     fast = wr.load(str(runs["mixed_log"]))
     monkeypatch.setattr(_wandb_history.History, "chunk_items", 37)
@@ -396,7 +397,8 @@ def summary(num: int, update: dict, remove: tuple = ()) -> bytes:
 def test_summary_skips_and_newline_keys_match_the_item_path(tmp_path, monkeypatch):
     """Repeated small summary records, one-part and nested summary items, a removal and a history
     key holding a newline read the same through the fast paths as item by item."""
-    from stabdiag.loaders.wandb import _history as _wandb_history, _log as _wandb_log
+    from stabdiag.loaders.wandb import _history as _wandb_history
+    from stabdiag.loaders.wandb import _log as _wandb_log
 
     runtime = {("_wandb", "runtime"): 1, "_runtime": 1}
     records = [summary(1, {("gone", "x"): 5.0, ("old",): 1.0})]

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 import stabdiag
+from stabdiag.assemble import discover
 from stabdiag.cli import app
 from stabdiag.engine import diagnose
-from stabdiag.loaders import discover
 
 pytest.importorskip("matplotlib")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from stabdiag.assemble import load
 from stabdiag.engine import diagnose
-from stabdiag.loaders import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 

@@ -91,4 +91,6 @@ def load(path: str, **options) -> Run:
     run = points.to_run(path, framework="HF Trainer", fmt=FORMAT, notes=notes)
     if summary:
         run.meta["summary"] = summary
+    if isinstance(data.get("global_step"), int):
+        run.meta["global_step"] = data["global_step"]      # orders checkpoint copies against the final one
     return run

@@ -34,7 +34,8 @@ def signals_dict(resolved: list[Signals]) -> dict:
     for sig in resolved:
         entries = {}
         for name, s in sig.series.items():
-            entries[name] = {"key": s.key, "points": len(s), "first_step": int(s.steps[0]) if len(s) else None,
+            entries[name] = {"key": s.key, "source": s.source or None, "points": len(s),
+                             "first_step": int(s.steps[0]) if len(s) else None,
                              "last_step": int(s.steps[-1]) if len(s) else None, "nonfinite": s.nonfinite_count}
         runs.append({"run": sig.run.name, "signals": entries, "unmapped": list(sig.unmapped),
                      "notes": list(sig.notes), "framework": sig.framework})
@@ -51,13 +52,17 @@ def render_signals(resolved: list[Signals], format: str = "text", width: int = 1
             console.print()
         console.print(f"{sig.run.name}: {len(sig.series)} signals from {len(sig.run.series)} keys")
         console.print(framework_line(sig))
+        origins = list(dict.fromkeys(s.source for s in sig.series.values() if s.source))
+        per_signal = len(origins) > 1
+        if len(origins) == 1:
+            console.print(f"source: {origins[0]}")
         table = Table(box=None, pad_edge=False)
-        for col in ("signal", "key", "points", "steps", "first", "last", "NaN/Inf"):
+        for col in ("signal", "key", "points", "steps", "first", "last", "NaN/Inf") + (("source",) * per_signal):
             table.add_column(col, overflow="fold")
         for name, s in sig.series.items():
             table.add_row(name, s.key, str(len(s)), f"{s.steps[0]}-{s.steps[-1]}" if len(s) else "",
                           _fmt(s.values[0]) if len(s) else "", _fmt(s.values[-1]) if len(s) else "",
-                          str(s.nonfinite_count))
+                          str(s.nonfinite_count), *((s.source,) * per_signal))
         console.print(table)
         if sig.unmapped:
             console.print("unmapped: " + ", ".join(sig.unmapped))

@@ -1,0 +1,279 @@
+"""Files -> training runs: which files belong to one run, and merging them into one Run.
+
+A run is a training run, not a file.  The rule, applied to every file a loader reads:
+
+1. The file belongs first to its loader's folder for it: a TensorBoard event file to its writer's
+   folder, a W&B file to its `run-*` folder, any other log to the folder it sits in.
+2. That folder joins an *owner* above it when the path from the owner down to it starts with a folder
+   that frameworks attach to a run's output directory: `runs/` (the HF Trainer's TensorBoard folder,
+   `runs/<Mon DD_HH-MM-SS>_<host>/`), `checkpoint-N/`, `wandb/`, `tensorboard/`, `tb/`, `logs/`, ...
+   An owner is a folder that holds a log itself (a tee'd console log, a FileLogger JSONL) or is an
+   HF/TRL output directory (`trainer_state.json`, `training_args.bin`, `checkpoint-N/` or such a
+   `runs/` folder in it).  Joining repeats upward (a checkpoint of an output dir joins the output dir).
+3. Everything else stays apart: sibling experiment folders, and the `run-*` folders of a `wandb/`
+   folder that no owner claims are separate runs.  Inside a `wandb/` folder only the W&B reader reads
+   (its debug logs, requirements.txt and metadata are never metric logs).
+
+The run is named after its owner folder (relative to the path given), the folder a user would name.
+
+Inside a run, files are read source by source (one per reader and folder) and merged key by key (see
+`merge_sources`).  `split_sources=True` keeps the old view: every source its own run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from types import ModuleType
+
+from .errors import InputError
+from .loaders import loader_for, uri_loader
+from .loaders.tabular import is_rollout_dump
+from .run import Run, run_name_for
+from .sources import Source, merge_sources
+
+_SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules"}
+_ATTACHED_NAMES = {"runs", "wandb", "tensorboard", "tensorboard_log", "tensorboard_logs", "tb", "tb_logs",
+                   "logs", "log"}
+_ATTACHED_PATTERN = re.compile(r"^(checkpoint|global_step|step|iter)[-_]?\d+$")
+_HF_LOGDIR = re.compile(r"^[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}_")    # runs/Nov30_18-44-57_host
+_CHECKPOINT = re.compile(r"^checkpoint-\d+$")
+# files that look like logs by their extension; named in the error when nothing at all could be read
+_LOGLIKE = {".log", ".txt", ".out", ".err", ".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".gz"}
+_NOT_LOGS = {"requirements.txt", "debug.log", "debug-internal.log", "debug-core.log", "README.txt"}
+
+
+@dataclass(frozen=True, slots=True)
+class RunFiles:
+    """The files (or the URI) of one training run, its display name and its owner folder."""
+
+    name: str
+    files: tuple[str, ...] = ()
+    uri: str | None = None
+    root: str = ""
+    refused: tuple[tuple[str, str], ...] = ()     # (file, why) log-like files no reader took
+
+
+def discover(source: str | os.PathLike[str], *, split_sources: bool = False) -> list[RunFiles]:
+    """The training runs at a path: a file is one run; in a directory, files are grouped by the rule
+    in this module's docstring.  An unreadable sub-folder is reported, not skipped silently."""
+    source = os.fspath(source)
+    if uri_loader(source) is not None:
+        return [RunFiles(name=source.rstrip("/").rsplit("/", 1)[-1], uri=source)]
+    if not os.path.exists(source):
+        raise InputError(source, "no such file or directory")
+    if os.path.isfile(source):
+        return [_single_file(source)]
+    claimed, refused, unreadable = _walk(source)
+    if not claimed:
+        raise InputError(source, "no metric logs found in this directory" + _refusals(source, refused)
+                         + _unreadable_note(unreadable))
+    groups: dict[str, list[str]] = {}
+    roots = {_loader_root(path, loader) for path, loader in claimed}
+    owners = _Owners(source, roots)
+    for path, loader in claimed:
+        base = _loader_root(path, loader)
+        key = base if split_sources else owners.owner_of(base)
+        groups.setdefault(key, []).append(path)
+    runs = []
+    for root in sorted(groups):
+        refused_here = tuple((f, why) for f, why in refused if _inside(f, root))
+        runs.append(RunFiles(name=_display_name(root, source), files=tuple(groups[root]), root=root,
+                             refused=refused_here))
+    if unreadable:
+        runs[0] = _with_refused(runs[0], unreadable)
+    return runs
+
+
+def load_run(run_files: RunFiles, **options) -> Run:
+    """Read every file of one run and merge them; a file that cannot be read is a warning on the run,
+    and only a run with nothing readable is an error (naming every file tried and why)."""
+    if run_files.uri is not None:
+        return uri_loader(run_files.uri).load_uri(run_files.uri, **options)
+    sources: list[Source] = []
+    errors: list[InputError] = []
+    for loader, folder, paths in _source_groups(run_files.files):
+        try:
+            group = getattr(loader, "load_group", None)
+            part = group(list(paths), **options) if group is not None else loader.load(paths[0], **options)
+        except InputError as exc:
+            errors.append(exc if exc.path else InputError(paths[0], exc.problem, line=exc.line, key=exc.key))
+            continue
+        sources.append(Source(loader.__name__.rsplit(".", 1)[-1], folder, paths, part))
+    root = run_files.root or os.path.dirname(run_files.files[0])
+    failed = [(exc.path, _problem(exc)) for exc in errors]
+    if not sources:
+        if len(errors) == 1 and not run_files.refused:
+            raise errors[0]
+        raise InputError(root, "no readable metric log" + _refusals(root, failed + list(run_files.refused),
+                                                                   every=True))
+    run = merge_sources(run_files.name, sources, root)
+    warnings = tuple(f"{_rel(path, root)}: not read: {why}" for path, why in failed)
+    return Run(run.name, run.series, run.sources, run.meta, run.notes + warnings, run.warnings + warnings)
+
+
+def load(sources, *, split_sources: bool = False, **options) -> list[Run]:
+    """Every training run found under one or more paths or URIs."""
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    runs: list[Run] = []
+    for source in sources:
+        runs.extend(load_run(found, **options) for found in discover(source, split_sources=split_sources))
+    return runs
+
+
+# --- finding files ------------------------------------------------------------------------------------
+
+def _single_file(path: str) -> RunFiles:
+    loader = loader_for(path)
+    if loader is None and is_rollout_dump(path):
+        raise InputError(path, "a rollout dump, not a metric log; measure its drift with "
+                               "stabdiag probe FILE --model DIR, then check the run --with the series")
+    if loader is None:
+        raise InputError(path, "not a metric log stabdiag can read (expected CSV, TSV, JSONL, Parquet, a "
+                               "TensorBoard event file, a W&B run, trainer_state.json, a notebook or a "
+                               "framework console log)")
+    # a file that belongs to a run directory (an event file, a .wandb log) is named after it
+    named = run_name_for(loader.run_root(path)) if hasattr(loader, "run_root") else run_name_for(path)
+    return RunFiles(name=named, files=(path,), root=os.path.dirname(path))
+
+
+def _walk(source: str) -> tuple[list[tuple[str, ModuleType]], list[tuple[str, str]], list[tuple[str, str]]]:
+    """(file, reader) for every metric log under `source`, the log-like files no reader takes, and
+    the folders that could not be listed."""
+    claimed: list[tuple[str, ModuleType]] = []
+    refused: list[tuple[str, str]] = []
+    unreadable: list[tuple[str, str]] = []
+
+    def on_error(exc: OSError) -> None:
+        unreadable.append((exc.filename or source, f"cannot list this folder ({exc.strerror or exc})"))
+
+    for dirpath, dirnames, filenames in os.walk(source, onerror=on_error):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        in_wandb = "wandb" in os.path.relpath(dirpath, source).split(os.sep)
+        for fname in sorted(filenames):
+            path = os.path.join(dirpath, fname)
+            if os.path.islink(path) or fname in _NOT_LOGS:
+                continue
+            loader = loader_for(path)
+            if loader is not None and (not in_wandb or loader.__name__.endswith(".wandb")):
+                claimed.append((path, loader))
+            elif not in_wandb and os.path.splitext(fname.lower())[1] in _LOGLIKE:
+                refused.append((path, "no metric lines of a format stabdiag reads"))
+    return claimed, refused, unreadable
+
+
+def _loader_root(path: str, loader: ModuleType) -> str:
+    root = getattr(loader, "run_root", None)
+    return root(path) if root is not None else os.path.dirname(path)
+
+
+class _Owners:
+    """Which folder a loader's folder belongs to (rule 2 of the module docstring), with the folder
+    listings it needs read once."""
+
+    def __init__(self, source: str, roots: set[str]) -> None:
+        self.source = os.path.normpath(source)
+        self.roots = {os.path.normpath(r) for r in roots}
+        self._hf: dict[str, bool] = {}
+
+    def owner_of(self, folder: str) -> str:
+        folder = os.path.normpath(folder)
+        while True:
+            above = self._owner_above(folder)
+            if above is None:
+                return folder
+            folder = above
+
+    def _owner_above(self, folder: str) -> str | None:
+        child, parent = folder, os.path.dirname(folder)
+        while parent != child and _inside(parent, self.source):
+            if _attached(os.path.basename(child)) and (parent in self.roots or self._is_output_dir(parent)):
+                return parent
+            child, parent = parent, os.path.dirname(parent)
+        return None
+
+    def _is_output_dir(self, folder: str) -> bool:
+        if folder not in self._hf:
+            self._hf[folder] = _is_hf_output_dir(folder)
+        return self._hf[folder]
+
+
+def _attached(name: str) -> bool:
+    return name in _ATTACHED_NAMES or _ATTACHED_PATTERN.match(name) is not None
+
+
+def _is_hf_output_dir(folder: str) -> bool:
+    """An HF Trainer / TRL output directory, recognised by what the Trainer writes into it."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    if "trainer_state.json" in names or "training_args.bin" in names:
+        return True
+    if any(_CHECKPOINT.match(n) and os.path.isdir(os.path.join(folder, n)) for n in names):
+        return True
+    if "runs" in names:
+        try:
+            return any(_HF_LOGDIR.match(n) for n in os.listdir(os.path.join(folder, "runs")))
+        except OSError:
+            return False
+    return False
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.normpath(path), os.path.normpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _display_name(root: str, source: str) -> str:
+    rel = os.path.relpath(root, source)
+    if rel == "." or rel.startswith(".."):
+        return run_name_for(root if rel.startswith("..") else source)
+    return rel.replace(os.sep, "/")
+
+
+def _source_groups(files: tuple[str, ...]) -> list[tuple[ModuleType, str, tuple[str, ...]]]:
+    """The run's files as sources: the files one reader reads together (a TensorBoard writer's folder,
+    a W&B run folder, a folder of notebooks), every other file on its own; in file order."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    loaders: dict[str, ModuleType] = {}
+    for path in files:
+        loader = loader_for(path)
+        if loader is None:
+            continue
+        together = hasattr(loader, "load_group")
+        key = (loader.__name__, _loader_root(path, loader) if together else path)
+        loaders[loader.__name__] = loader
+        groups.setdefault(key, []).append(path)
+    return [(loaders[name], folder if os.path.isdir(folder) else os.path.dirname(folder), tuple(paths))
+            for (name, folder), paths in groups.items()]
+
+
+def _problem(exc: InputError) -> str:
+    where = f"line {exc.line}: " if exc.line is not None else ""
+    return where + (f"[{exc.key}] " if exc.key else "") + exc.problem
+
+
+def _rel(path: str, root: str) -> str:
+    rel = os.path.relpath(path, root) if root else path
+    return path if rel.startswith("..") else rel
+
+
+def _refusals(root: str, refused: list[tuple[str, str]] | tuple[tuple[str, str], ...], *,
+              every: bool = False) -> str:
+    if not refused:
+        return ""
+    shown = refused if every else refused[:8]
+    text = "; ".join(f"{_rel(f, root)}: {why}" for f, why in shown)
+    more = f"; and {len(refused) - len(shown)} more" if len(refused) > len(shown) else ""
+    return f" (tried {text}{more})"
+
+
+def _unreadable_note(unreadable: list[tuple[str, str]]) -> str:
+    return "".join(f"; {path}: {why}" for path, why in unreadable)
+
+
+def _with_refused(run: RunFiles, extra: list[tuple[str, str]]) -> RunFiles:
+    return RunFiles(run.name, run.files, run.uri, run.root, run.refused + tuple(extra))

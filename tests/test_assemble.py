@@ -120,7 +120,6 @@ def test_sibling_experiments_and_bare_wandb_runs_stay_apart(tmp_path):
     assert names == ["exp-a", "exp-b/tb", "exp-b/tb2"]
 
 
-@pytest.mark.xfail(reason="text reader still refuses an HF console beside trainer_state.json", strict=True)
 def test_console_log_beside_the_output_dir_joins_it(tmp_path):
     out = output_dir(tmp_path)
     lines = [f"{{'loss': {loss_at(s):.4f}, 'grad_norm': 1.0, 'learning_rate': 0.0001, 'epoch': {s / 100}}}"

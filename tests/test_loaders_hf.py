@@ -184,9 +184,10 @@ def test_real_trl_sft_trainer_state_passes():
 
 
 @real
-def test_real_hf_trainer_cpt_reads_trainer_state_not_console():
+def test_real_hf_trainer_cpt_reads_trainer_state_and_console_as_one_run():
     [run] = assemble.load(str(REAL / "hf_trainer_cpt_feedback_gen"))
-    assert [Path(s).name for s in run.sources] == ["trainer_state.json"]
+    assert sorted(Path(s).name for s in run.sources) == ["cmd.txt", "trainer_state.json"]
+    assert run.series["loss"].source.startswith("trainer_state.json")
     sig = resolve(run)
     assert sig.framework == "HF Trainer" and sig.mapping()["eval_loss"] == "eval_loss"
     assert {"eval:rouge-1", "eval:rouge-2", "eval:rouge-l"} <= set(sig.evals())

@@ -41,12 +41,3 @@ def uri_loader(source: str) -> ModuleType | None:
             return loader
     return None
 
-
-def __getattr__(name: str):
-    """`stabdiag.loaders.discover` / `.load` moved to stabdiag.assemble; kept reachable for callers of
-    the 0.1 layout (imported lazily: assemble imports this package)."""
-    if name in ("discover", "load"):
-        from .. import assemble
-
-        return getattr(assemble, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

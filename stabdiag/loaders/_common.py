@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 from ..errors import InputError
 from ..run import Run, run_name_for, series_from_long
@@ -13,13 +14,23 @@ SNIFF_BYTES = 65536
 # extensions that are documentation, code or another loader's business, never a console log
 NOT_LOGS = {".md", ".rst", ".py", ".ipynb", ".html", ".htm", ".json", ".csv", ".tsv", ".jsonl", ".ndjson",
             ".parquet", ".pq", ".gz", ".yaml", ".yml", ".toml", ".sh", ".png", ".jpg", ".pdf", ".pt",
-            ".bin", ".safetensors", ".zip", ".tar", ".tfevents"}
+            ".bin", ".safetensors", ".zip", ".tar", ".tfevents", ".pyi", ".pyx", ".c", ".h", ".cc", ".cpp",
+            ".hpp", ".cu", ".cuh", ".js", ".ts", ".java", ".go", ".rs", ".jl", ".lua", ".tex", ".xml", ".svg",
+            ".css", ".cfg", ".ini", ".lock"}
+# names that are documentation or a package list whatever they quote (a README pasting a training log)
+NOT_LOG_NAMES = re.compile(r"^(readme|license|licence|changelog|changes|contributing|authors|notice|"
+                           r"requirements[\w.-]*|constraints[\w.-]*)(\.\w+)?$", re.IGNORECASE)
 _WORDS = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan, "inf": math.inf, "+inf": math.inf,
           "-inf": -math.inf, "infinity": math.inf, "-infinity": -math.inf, "+infinity": math.inf}
 
 
 def extension(path: str) -> str:
     return os.path.splitext(path.lower())[1]
+
+
+def is_not_log(path: str) -> bool:
+    """Documentation, code or another loader's file, by its extension or its name."""
+    return extension(path) in NOT_LOGS or NOT_LOG_NAMES.match(os.path.basename(path)) is not None
 
 
 def head(path: str, size: int = SNIFF_BYTES) -> str | None:
@@ -82,10 +93,12 @@ class Points:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def to_run(self, path: str, *, framework: str | None, fmt: str, notes: list[str]) -> Run:
+    def to_run(self, path: str, *, framework: str | None, fmt: str, notes: list[str],
+               meta: dict | None = None) -> Run:
+        """The Run of the points; `meta` adds what the reader knows beyond the format (the step axis)."""
         if not self.keys:
             raise InputError(path, f"no metric lines found (read as {fmt})")
-        meta = {"format": fmt}
+        meta = {"format": fmt, **(meta or {})}
         if framework:
             meta["framework"] = framework
         return Run(run_name_for(path), series_from_long(self.keys, self.steps, self.values),

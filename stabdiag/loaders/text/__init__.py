@@ -7,37 +7,36 @@
 - llm.c main.log                    `s:0 trl:11.0 lr:0.0006 norm:1.2` and `s:250 tel:6.17`
 - verl console                      `step:83 - actor/entropy:0.53 - actor/kl_loss:nan - ...`, with or
   without a `(main_task pid=...)` prefix
-- HF Trainer / TRL console          `{'loss': 1.14, 'grad_norm': 2.7, 'learning_rate': ..., 'epoch': 0.91}`
+- HF Trainer / TRL console          `{'loss': 1.14, 'grad_norm': 2.7, 'learning_rate': ..., 'epoch': 0.91}`,
+  transformers 5's quoted values, tqdm on the same line, dicts wrapped over lines (see hf_console)
+- hand-written training loops       `Step 12/500 | loss: 0.31 | reward: 0.42`, `iter 12: loss 0.31, ...`,
+  `Average Reward: 0.42` once per step (see loop)
 
-A log that mixes console noise with metric lines is normal: the noise is skipped and counted, and a
-note says how many metric lines were read.
+The formats are tried in that order, most specific first.  A log that mixes console noise with metric
+lines is normal: the noise is skipped and counted, and a note says how many metric lines were read.
+Once a file is recognised, a line that cannot be read is skipped and counted, never fatal; `load`
+raises InputError only when no metric line at all is found.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 
 from ...errors import InputError
 from ...run import Run
 from .. import _common
-from . import _megatron
 from .._common import Points
+from . import _megatron, hf_console, loop
 
 _DSCHAT = re.compile(r"epoch:\s*(\d+)\s*\|\s*step:\s*(\d+)\s*\|(.*)")
 _DSCHAT_REWARD = re.compile(r"average reward score:\s*(\S+)")
 _LLMC = re.compile(r"^s:(\d+)\s+((?:\w+:\S+\s*)+)$")
 _VERL = re.compile(r"(?:^|[\s)])step:(\d+)\s+-\s+(.*)$")
-_HF_DICT = re.compile(r"\{'[^']+':\s*[^{}]*\}")
-_HF_PAIR = re.compile(r"'([^']+)':\s*([^,}]+)")
 _OVERFLOW = re.compile(r"OVERFLOW!|Skipping step", re.IGNORECASE)
-_HF_EPOCHS = re.compile(r"Num Epochs\s*=\s*([\d,]+)")
-_HF_TOTAL = re.compile(r"Total optimization steps\s*=\s*([\d,]+)")
-_HF_LOGGING_STEPS = re.compile(r"\blogging_steps\s*[=:]\s*(\d+)")
 _SNIFF_BYTES = 512 * 1024   # a launcher's argument and config dump can run to a few hundred KB
-_HF_SUMMARY = {"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos",
-               "train_loss"}
+_FORMAT_NAMES = {"megatron": "Megatron console", "dschat": "DeepSpeed-Chat console", "llmc": "llm.c main.log",
+                 "verl": "verl console", "hf": hf_console.FORMAT, "loop": loop.FORMAT}
 
 
 def _format_of(text: str) -> str | None:
@@ -50,22 +49,22 @@ def _format_of(text: str) -> str | None:
         return "llmc"
     if any(_VERL.search(line) and ":" in _VERL.search(line).group(2) for line in lines):
         return "verl"
-    if any(_HF_DICT.search(line) and ("'loss'" in line or "'eval_" in line) for line in lines):
+    if hf_console.sniff(text):
         return "hf"
+    if loop.sniff(text):
+        return "loop"
     return None
 
 
 def can_load(path: str) -> bool:
-    if _common.extension(path) in _common.NOT_LOGS:
+    if _common.is_not_log(path):
         return False
     text = _common.head(path, _SNIFF_BYTES)
     if text is None:
         return False
-    fmt = _format_of(text)
-    if fmt == "hf" and os.path.isfile(os.path.join(os.path.dirname(path), "trainer_state.json")):
-        # the Trainer's own trainer_state.json beside it has the same records with exact steps
-        return False
-    return fmt is not None
+    # an HF console beside trainer_state.json is read too: assembly deduplicates the copies and takes
+    # the console's steps from the exact files (stabdiag.sources)
+    return _format_of(text) is not None
 
 
 def load(path: str, **options) -> Run:
@@ -74,8 +73,13 @@ def load(path: str, **options) -> Run:
     if fmt is None:
         raise InputError(path, "no metric lines of a known console format found")
     reader = {"megatron": _megatron.read, "dschat": _read_dschat, "llmc": _read_llmc,
-              "verl": _read_verl, "hf": _read_hf}[fmt]
-    return reader(path, text)
+              "verl": _read_verl, "hf": hf_console.read, "loop": loop.read}[fmt]
+    try:
+        return reader(path, text)
+    except (ValueError, IndexError, KeyError, OverflowError, ZeroDivisionError) as exc:
+        # a reader's own slip on an odd line must not stop the other files of the run from loading
+        raise InputError(path, f"could not be read as {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {exc}); "
+                               "please report this file") from None
 
 
 def _summary_note(path: str, fmt: str, metric_lines: int, total: int) -> str:
@@ -156,59 +160,3 @@ def _read_verl(path: str, text: str) -> Run:
         metric_lines += read > 0
     notes = [_summary_note(path, "verl console", metric_lines, len(lines))]
     return points.to_run(path, framework="verl", fmt="verl console", notes=notes)
-
-
-def _hf_steps_per_epoch(text: str) -> float | None:
-    epochs, total = _HF_EPOCHS.search(text), _HF_TOTAL.search(text)
-    if not epochs or not total:
-        return None
-    n_epochs, n_total = int(epochs.group(1).replace(",", "")), int(total.group(1).replace(",", ""))
-    return n_total / n_epochs if n_epochs else None
-
-
-def _hf_step(raw: float, per_epoch: float, every: int | None) -> int:
-    """The step of a console line from its epoch (printed to 2 decimals, so up to per_epoch/200 off);
-    a training line snaps to the nearest multiple of logging_steps when that is within the rounding."""
-    if every:
-        snapped = round(raw / every) * every
-        if abs(snapped - raw) <= per_epoch * 0.005 + 1:
-            return int(snapped)
-    return int(round(raw))
-
-
-def _read_hf(path: str, text: str) -> Run:
-    per_epoch = _hf_steps_per_epoch(text)
-    logging = _HF_LOGGING_STEPS.search(text)
-    every = int(logging.group(1)) if logging and int(logging.group(1)) > 0 else None
-    points, metric_lines, filtered = Points(skip_repeats=True), 0, []   # eval lines repeat the epoch
-    lines = [line for line in text.splitlines() if line.strip()]
-    train_records = 0
-    for line in lines:
-        match = _HF_DICT.search(line)
-        if not match:
-            continue
-        values = {k: v for k, v in ((k, _common.number(raw)) for k, raw in _HF_PAIR.findall(match.group(0)))
-                  if v is not None}
-        if not values or _HF_SUMMARY & values.keys():
-            continue
-        if "loss" in values:
-            train_records += 1
-        if per_epoch is not None and "epoch" in values:
-            step = _hf_step(values["epoch"] * per_epoch, per_epoch, every if "loss" in values else None)
-        else:
-            step = max(train_records, 1)
-        if values.get("loss") == 0.0 and not math.isfinite(values.get("grad_norm", 0.0)):
-            values["loss"] = math.nan
-            filtered.append(step)
-        for key, value in values.items():
-            points.add(step, key, value)
-        metric_lines += 1
-    notes = [_summary_note(path, "HF Trainer console", metric_lines, len(lines))]
-    notes.append(f"{os.path.basename(path)}: console lines carry no step; "
-                 + ("step = epoch x steps per epoch from the Trainer banner" if per_epoch is not None
-                    else "step = number of the training log line"))
-    if filtered:
-        notes.append(f"{os.path.basename(path)}: loss 0.0 beside a non-finite grad_norm at step(s) "
-                     f"{', '.join(map(str, filtered[:5]))}: HF logging_nan_inf_filter hides a NaN loss "
-                     "this way; recorded as NaN")
-    return points.to_run(path, framework="HF Trainer", fmt="HF Trainer console", notes=notes)

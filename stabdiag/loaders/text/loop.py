@@ -1,0 +1,385 @@
+"""Consoles of hand-written training loops (GRPO tutorials, research repos, nanoGPT-style scripts):
+
+    Iteration 1/20 | Episodes: 98 | Mean Reward: 20.8 | KL: 0.0047 | clip%: 6.2%
+    iter 2920: loss 3.9883, time 1099.34ms, mfu 15.34%
+    step 250: train loss 1.5440, val loss 1.7220
+    Iter 10: Train loss 0.000, Total rewards mean 0.875, KL 0.001, Learning Rate 1.000e-05, Peak mem 12.237 GB
+    [GRAD-DBG] it=67 micro=7/10 loss=3.2387 toks=108 grad_l2=1.253e+01
+    Epoch: [1]  [1480/1504]  lr: 0.000012  closs: 0.9233 (0.9531)  grad_norm: 0.2695 (0.3902)
+    Percentage of correct examples:  0.06640625          (once per step, no step printed)
+
+There is no schema, so the rules are strict, to keep ordinary program output out:
+
+- A line is a metric line only when it has a step counter (`step N`, `Step N/M`, `it N`, `iter N`,
+  `Iteration ... Step N`, `global_step N`, `N | ...`, or an epoch with a per-epoch `[i/N]`) and at least
+  one key that names a training metric (loss, reward, kl, accuracy, grad norm, lr, ...), or when the
+  file repeats a record of such keys with no step at all; then step = record number, and a note says so.
+- A global step wins over a per-epoch step; a per-epoch counter that restarts each epoch is continued
+  across epochs ((epoch - first) x steps per epoch + step when the total is printed).
+- A metric line without a step among step lines (`Average Reward: ...` once per step) takes the step
+  of the step line next to it; a log that counts only epochs gets step = epoch.
+- Timestamps, dates, versions, `[INFO]`-style prefixes, ranks, progress bars and the `epoch` fraction
+  are never metrics or steps (see _console); a name seen on one line only that names no metric is
+  dropped (a sentence in a printed completion, not a metric).
+
+`run.meta["step_axis"]` says where the steps came from: "printed", "epoch" or "counted".  Keys are
+written in lower snake_case (`Mean Reward` -> `mean_reward`, `KL` -> `kl`) so that the signal aliases
+find them, which the printed spelling would not; the printed names are kept in
+`run.meta["printed_keys"]` and named in a note.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ...run import Run
+from .. import _common
+from .._common import Points
+from . import _console
+
+FORMAT = "training-loop console"
+_N = r"\[?\s*(\d{1,12})(?:\s*/\s*(\d{1,12}))?\s*\]?(?![\d.])"
+_GLOBAL = re.compile(r"(?<![\w/])global[ _]?step\s*[:=#]?\s*" + _N, re.IGNORECASE)
+_STEP = re.compile(r"(?<![\w/])step\s*[:=#]?\s*" + _N, re.IGNORECASE)
+_ITER = re.compile(r"(?<![\w/])(?:iteration|iter|it)\s*[:=#]?\s*" + _N, re.IGNORECASE)
+_EPOCH = re.compile(r"(?<![\w/])epoch\s*[:=#]?\s*" + _N, re.IGNORECASE)
+_IN_EPOCH = re.compile(r"^[\s\]|,:]*[\[(]?\s*(\d{1,12})\s*/\s*(\d{1,12})\s*[\])]?(?![\d.])")
+_LEADING = re.compile(r"^\s*(\d{1,12})\s*[|:]\s")
+_FIELDS = re.compile(r"\s*\|\s*|,\s+|;\s*|\s+-\s+|(?<![:=\s])\s{2,}|\t")
+_EQ_PAIR = re.compile(r"([A-Za-z_][\w/.%@\-]*)(\s*)=(\s*)([^\s,;|=]+)")
+_VALUE = re.compile(r"^([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity))"
+                    r"([A-Za-z%/]+)?$", re.IGNORECASE)
+_KEY = re.compile(r"^[A-Za-z][\w /.%@()\-]*$")
+_UNITS = {"%", "ms", "s", "sec", "secs", "seconds", "min", "h", "gb", "gib", "mb", "mib", "kb", "tok/s",
+          "tokens/s", "it/s", "s/it", "samples/s", "tflops", "x"}
+_COUNTER_KEYS = {"epoch", "step", "global_step", "iter", "iteration", "it"}
+# words that name what a training loop reports; four letters or more match inside a key ('closs')
+_METRIC_PARTS = ("loss", "reward", "return", "entropy", "accura", "correct", "perplex", "score", "grad",
+                 "norm", "advantage", "clip", "learning")
+_METRIC_WORDS = {"kl", "lr", "acc", "ppl", "mfu"}
+_MIN_RECORDS = 3
+_MAX_LINE = 4000                 # longer lines are config echoes and sample dumps, not records
+
+
+@dataclass
+class _Counter:
+    """What a line says about its step: the counter used, its total, and an outer (epoch) counter."""
+
+    step: int | None = None
+    total: int | None = None
+    outer: int | None = None
+    epoch_only: int | None = None
+    kind: str = ""
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass
+class _Line:
+    number: int
+    counter: _Counter
+    pairs: dict[str, float]
+    printed: dict[str, str]
+    explicit: bool = True          # the line is nothing but `key: value` / `key=value` pairs
+
+
+def is_metric_key(key: str) -> bool:
+    """The key names something a training loop reports (what sets a record apart from program output)."""
+    low = key.lower()
+    return any(p in low for p in _METRIC_PARTS) or any(w in _METRIC_WORDS for w in re.split(r"[^a-z0-9]+", low))
+
+
+def _counter(text: str) -> _Counter:
+    """The step counter of a line; a global step wins, then `step`, then `it`/`iter`/`iteration`, then
+    an epoch's per-epoch `[i/N]`, then a bare leading `N |`.  Another counter beside it is the outer one."""
+    found = _Counter()
+    glob, step, it, epoch = (p.search(text) for p in (_GLOBAL, _STEP, _ITER, _EPOCH))
+    if glob:
+        step = None                     # a bare `step N` beside a global step is the per-epoch one
+    inner = glob or step or it
+    if inner is None and epoch:
+        per_epoch = _IN_EPOCH.match(text[epoch.end():])
+        if per_epoch:
+            found.step, found.total, found.kind = int(per_epoch.group(1)), int(per_epoch.group(2)), "epoch [i/N]"
+            found.outer = int(epoch.group(1))
+            found.spans += [epoch.span(), (epoch.end() + per_epoch.start(), epoch.end() + per_epoch.end())]
+            return found
+    if inner is not None:
+        found.step = int(inner.group(1))
+        found.total = int(inner.group(2)) if inner.group(2) else None
+        found.kind = "global step" if glob else "step" if inner is step else "iteration"
+        found.spans.append(inner.span())
+        outer = epoch or (it if inner is step else None)
+        if outer is not None and not glob:
+            found.outer = int(outer.group(1))
+            found.spans.append(outer.span())
+        return found
+    leading = _LEADING.match(text)
+    if leading:
+        found.step, found.kind = int(leading.group(1)), "leading number"
+        found.spans.append(leading.span(1))
+    elif epoch:
+        found.epoch_only = int(epoch.group(1))
+        found.spans.append(epoch.span())
+    return found
+
+
+def step_counter(text: str) -> int | None:
+    """The step printed in a piece of text (the HF console reads the text before a dict with it)."""
+    return _counter(text).step
+
+
+def _number(token: str) -> float | None:
+    match = _VALUE.match(token.strip().rstrip(",;"))
+    if not match or (match.group(2) and match.group(2).lower() not in _UNITS):
+        return None
+    return _common.number(match.group(1))
+
+
+def _key(words: list[str]) -> str | None:
+    name = " ".join(words).strip(" :=-")
+    if not name or len(name) > 48 or len(words) > 5 or not _KEY.match(name):
+        return None
+    return name
+
+
+def _stream_pairs(field_text: str) -> dict[str, tuple[float, bool]] | None:
+    """`name[:] value [unit] [(avg)]` repeated -> {name: (value, written with a colon)}; None when
+    anything in the field is not such a pair."""
+    out: dict[str, tuple[float, bool]] = {}
+    words: list[str] = []
+    tokens = field_text.split()
+    i = 0
+    while i < len(tokens):
+        value = _number(tokens[i]) if words else None
+        if value is None:
+            words.append(tokens[i])
+            i += 1
+            continue
+        key = _key(words)
+        if key is None:
+            return None
+        out[key] = (value, words[-1].endswith(":"))
+        words = []
+        i += 1
+        if i < len(tokens) and tokens[i].lower() in _UNITS:
+            i += 1
+        while i < len(tokens) and tokens[i].startswith("(") and (tokens[i].endswith(")") or ")" not in tokens[i]):
+            closing = tokens[i].endswith(")")
+            i += 1
+            if closing:
+                break
+    return out if out and not words else None
+
+
+def _pairs(text: str) -> tuple[dict[str, tuple[float, bool]], bool]:
+    """{name: (value, explicit)} for the `key: value`, `key=value` and `key value` pairs of a line, and
+    whether the pairs are all the line holds.  explicit is False for `key value` and `key = value`,
+    which code and prose also produce."""
+    out: dict[str, tuple[float, bool]] = {}
+    whole = True
+    for field_text in _FIELDS.split(text):
+        field_text = field_text.strip().strip("[](){}").strip(" :")
+        if not field_text:
+            continue
+        eq = _EQ_PAIR.findall(field_text) if "=" in field_text else []
+        if eq:
+            for key, before, after, raw in eq:
+                value = _number(raw)
+                if value is not None:
+                    out[key] = (value, not before and not after)
+                whole &= value is not None
+            whole &= not _EQ_PAIR.sub("", field_text).strip()
+            continue
+        stream = _stream_pairs(field_text)
+        if stream:
+            out.update(stream)
+        else:
+            whole = False
+    return out, whole
+
+
+def _names_a_metric(text: str) -> bool:
+    return any(map(is_metric_key, re.findall(r"[A-Za-z][A-Za-z_/]*", text)))
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", name.strip()).lower()
+
+
+def _parse(text: str) -> tuple[list[_Line], list[int]]:
+    """Every line with readable pairs, and the numbers of lines that had a step counter and named a
+    metric but gave no readable metric value."""
+    lines, unreadable = [], []
+    for number, segment in _console.segments(text):
+        if len(segment) > _MAX_LINE or not any(c.isdigit() for c in segment):
+            continue                          # prose, a sample dump or a config echo: no record
+        body = _console.strip_prefix(segment)
+        counter = _counter(body)
+        rest = body
+        for start, end in sorted(set(counter.spans), reverse=True):
+            rest = rest[:start] + " | " + rest[end:]
+        try:
+            printed, explicit = _pairs(rest)
+        except (ValueError, OverflowError):
+            printed, explicit = {}, False
+        pairs, names = {}, {}
+        for name, (value, written) in printed.items():
+            key = _snake(name)
+            if key not in _COUNTER_KEYS:
+                pairs[key], names[key] = value, name
+                explicit &= written
+        if pairs:
+            lines.append(_Line(number, counter, pairs, names, explicit))
+        if counter.step is not None and not any(map(is_metric_key, pairs)) and _names_a_metric(rest):
+            unreadable.append(number)         # `step 10 ... lr=[0.0003]`, `loss: tensor(2.5, ...)`
+    return lines, unreadable
+
+
+def _stepped(lines: list[_Line]) -> list[_Line]:
+    return [ln for ln in lines if ln.counter.step is not None and any(map(is_metric_key, ln.pairs))]
+
+
+def _epoch_lines(lines: list[_Line]) -> list[_Line]:
+    return [ln for ln in lines if ln.counter.step is None and ln.counter.epoch_only is not None
+            and any(map(is_metric_key, ln.pairs))]
+
+
+def _stepless_shapes(lines: list[_Line], minimum: int) -> set[tuple[str, ...]]:
+    """Key sets repeated at least `minimum` times on lines without a counter that hold nothing but
+    `key: value` pairs (`return 0.5` and `lr = 1e-3` are code, not records), with a metric among the keys."""
+    shapes = Counter(tuple(sorted(ln.pairs)) for ln in lines if ln.counter.step is None
+                     and ln.counter.epoch_only is None and ln.explicit)
+    return {s for s, n in shapes.items() if n >= minimum and any(map(is_metric_key, s))}
+
+
+def sniff(text: str) -> bool:
+    """At least three step-counted lines that report a training metric, or a metric record repeated
+    at least three times with no step."""
+    lines, _ = _parse(text)
+    return (len(_stepped(lines)) >= _MIN_RECORDS or len(_epoch_lines(lines)) >= _MIN_RECORDS
+            or bool(_stepless_shapes(lines, _MIN_RECORDS)))
+
+
+def _continued(stepped: list[_Line]) -> tuple[list[int], str | None]:
+    """Global steps for step-counted lines: as printed, unless the counter restarts when the outer
+    (epoch) counter moves on; then it is continued across epochs."""
+    outer, raw = [], []
+    last_outer = None
+    for ln in stepped:
+        last_outer = ln.counter.outer if ln.counter.outer is not None else last_outer
+        outer.append(last_outer)
+        raw.append(ln.counter.step)
+    restarts = any(o2 is not None and o1 is not None and o2 > o1 and s2 < s1
+                   for o1, o2, s1, s2 in zip(outer, outer[1:], raw, raw[1:]))
+    if not restarts:
+        return raw, None
+    totals = {ln.counter.total for ln in stepped if ln.counter.total and ln.counter.kind != "global step"}
+    base = 0 if min(o for o in outer if o is not None) == 0 else 1
+    if len(totals) == 1:
+        per = totals.pop()
+        return ([(o - base) * per + s if o is not None else s for o, s in zip(outer, raw)],
+                f"the per-epoch step restarts each epoch: step = (epoch - {base}) x {per} + printed step")
+    steps, offset, top, prev = [], 0, 0, outer[0]
+    zero_based = min(raw) == 0
+    for o, s in zip(outer, raw):
+        if o != prev:
+            offset, top, prev = offset + top + (1 if zero_based else 0), 0, o
+        top = max(top, s)
+        steps.append(offset + s)
+    return steps, "the per-epoch step restarts each epoch: continued after the last step printed in the epoch before"
+
+
+def _points_stepped(lines: list[_Line], stepped: list[_Line]) -> tuple[list[tuple[int, _Line]], str | None]:
+    """(step, line) for step-counted lines, plus recurring metric lines without a step that report keys
+    the step lines do not (`Average Reward: ...` printed once per step).  Those belong to the step line
+    after them when the first of them comes before any step line (printed while the step runs), else
+    to the step line before them (printed when it is done)."""
+    steps, how = _continued(stepped)
+    at = {id(ln): s for ln, s in zip(stepped, steps)}
+    stepped_keys = {k for ln in stepped for k in ln.pairs}
+    extra = _stepless_shapes(lines, 2)
+    riders = [ln for ln in lines if id(ln) not in at and tuple(sorted(ln.pairs)) in extra
+              and not stepped_keys & ln.pairs.keys()]
+    position = {id(ln): i for i, ln in enumerate(lines)}
+    forward = bool(riders) and position[id(riders[0])] < position[id(stepped[0])]
+    rider_ids = {id(ln) for ln in riders}
+    out, current = [], None
+    for ln in (reversed(lines) if forward else lines):
+        if id(ln) in at:
+            current = at[id(ln)]
+            out.append((current, ln))
+        elif current is not None and id(ln) in rider_ids:
+            out.append((current, ln))
+    if forward:
+        out.reverse()
+    if riders:
+        where = "the step line after it" if forward else "the step line before it"
+        how = (how + "; " if how else "") + f"a metric line without a step takes the step of {where}"
+    return out, how
+
+
+def _points_counted(lines: list[_Line]) -> list[tuple[int, _Line]]:
+    shapes = _stepless_shapes(lines, 2)
+    seen: Counter = Counter()
+    out = []
+    for ln in lines:
+        shape = tuple(sorted(ln.pairs))
+        if ln.counter.step is None and ln.counter.epoch_only is None and shape in shapes:
+            seen[shape] += 1
+            out.append((seen[shape], ln))
+    return out
+
+
+def read(path: str, text: str) -> Run:
+    """The loop's metrics; raises InputError (naming the file) only when no metric line is found."""
+    lines, unreadable = _parse(text)
+    stepped, by_epoch = _stepped(lines), _epoch_lines(lines)
+    how = None
+    if stepped:
+        axis = "printed"
+        chosen, how = _points_stepped(lines, stepped)
+    elif by_epoch:
+        axis, chosen = "epoch", [(ln.counter.epoch_only, ln) for ln in by_epoch]
+    else:
+        axis, chosen = "counted", _points_counted(lines)
+    # a name on one line only that is no metric name is a sentence in a printed sample
+    uses = Counter(k for _, ln in chosen for k in ln.pairs)
+    keep = {k for k, n in uses.items() if n >= 2 or len(chosen) < 2 or is_metric_key(k)}
+    points = Points(skip_repeats=True)          # several ranks may print the same line
+    printed: dict[str, str] = {}
+    for step, ln in chosen:
+        for key, value in ln.pairs.items():
+            if key in keep and 0 <= step < 2 ** 62:
+                points.add(step, key, value)
+                printed.setdefault(key, ln.printed[key])
+    renamed = {k: v for k, v in printed.items() if k != v}
+    meta = {"step_axis": axis, "printed_keys": renamed} if renamed else {"step_axis": axis}
+    notes = _notes(path, text, chosen, unreadable, axis, how, renamed, sorted(set(uses) - keep))
+    return points.to_run(path, framework=None, fmt=FORMAT, notes=notes, meta=meta)
+
+
+def _notes(path: str, text: str, chosen: list, unreadable: list[int], axis: str, how: str | None,
+           renamed: dict[str, str], dropped: list[str]) -> list[str]:
+    name = os.path.basename(path)
+    kinds = sorted({ln.counter.kind for _, ln in chosen if ln.counter.kind})
+    notes = [f"{name}: read {len(chosen)} metric line(s) as a {FORMAT}; skipped "
+             f"{max(_console.physical_lines(text) - len(chosen), 0)} other line(s)"]
+    notes.append(f"{name}: " + {"printed": f"step = the printed counter ({', '.join(kinds)})",
+                                "epoch": "the log counts epochs, not steps: step = epoch",
+                                "counted": "step = record number (no step printed)"}[axis])
+    if how:
+        notes.append(f"{name}: {how}")
+    if unreadable:
+        notes.append(f"{name}: {len(unreadable)} line(s) with a step and a metric name but no readable value "
+                     f"were skipped (line {', '.join(map(str, unreadable[:5]))})")
+    if renamed:
+        shown = ", ".join(f"'{v}' -> {k}" for k, v in list(renamed.items())[:6])
+        more = f" and {len(renamed) - 6} more" if len(renamed) > 6 else ""
+        notes.append(f"{name}: keys written in lower snake_case: {shown}{more}")
+    if dropped:
+        notes.append(f"{name}: name(s) on one line only and not named like a metric, not read: "
+                     f"{', '.join(dropped[:5])}")
+    return notes

@@ -29,6 +29,19 @@ def edge_level(x: np.ndarray, frac: float, *, end: bool = False, min_points: int
     return float(np.median(part))
 
 
+def edge_level_by_steps(steps: np.ndarray, x: np.ndarray, frac: float, *, end: bool = False,
+                        min_points: int = 3) -> float:
+    """Median of the points in the first (or last) `frac` of the step span (at least `min_points`),
+    so that irregular logging does not tilt the level toward the densely logged part."""
+    if len(x) == 0:
+        return float("nan")
+    span = float(steps[-1] - steps[0])
+    inside = steps >= steps[-1] - frac * span if end else steps <= steps[0] + frac * span
+    if inside.sum() < min_points:
+        return edge_level(x, 0.0, end=end, min_points=min_points)
+    return float(np.median(x[inside]))
+
+
 def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
     """Centred running median (edges use the shrunken window); window is forced odd."""
     window = max(1, int(window)) | 1
@@ -88,3 +101,18 @@ def true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
     padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
     edges = np.flatnonzero(np.diff(padded))
     return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def persistent_nonfinite_index(values: np.ndarray, recover_points: int = 3) -> int | None:
+    """Index of the first non-finite value the curve does not come back from, or None.
+
+    A non-finite point followed by `recover_points` finite points is transient (a loss-scale overflow,
+    a skipped step); one the run ends on, or that more non-finite points follow closely, persists."""
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return None
+    for i in np.flatnonzero(bad):
+        after = bad[i + 1:i + 1 + recover_points]
+        if len(after) < recover_points or after.any():
+            return int(i)
+    return None

@@ -186,6 +186,8 @@ def check(
     split_sources: bool = typer.Option(False, "--split-sources", help="Read every source (event folder, "
                                                                      "W&B run, trainer_state.json, console "
                                                                      "log) as a run of its own."),
+    allow_unknown: bool = typer.Option(False, "--allow-unknown", help="Exit 0 for a run nothing could be "
+                                                                      "judged on (default: such a run exits 1)."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (2 stays 2)."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
@@ -200,7 +202,8 @@ def check(
         if fail_on is not None:
             _choice("--fail-on", fail_on, FAIL_ON)
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
-                                                    "fail-on": fail_on, "map": mapping, "param": params})
+                                                    "fail-on": fail_on, "allow-unknown": allow_unknown,
+                                                    "map": mapping, "param": params})
         if show_settings:
             sys.stdout.write(settings.show())
             return
@@ -217,7 +220,7 @@ def check(
         chosen = select_rules(rules, list(settings.select), list(settings.ignore))
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
-        options = {"fail_on": settings.fail_on, "rules": chosen}
+        options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown}
         if output is not None:
             report = render(diagnoses, fmt, width=100, color=False, **options)
             _write(output, _with_comparisons(report, fmt, comparisons))
@@ -233,7 +236,8 @@ def check(
             for diag in diagnoses:
                 for note in diag.notes:
                     print(f"warning: {diag.run}: {note}", file=sys.stderr)
-        code = max((d.exit_code(settings.fail_on) for d in diagnoses), default=0)
+        code = max((d.exit_code(settings.fail_on, allow_unknown=settings.allow_unknown) for d in diagnoses),
+                   default=0)
         raise _Exit(0 if exit_zero else code)
 
     _guarded(body, debug)

@@ -31,12 +31,12 @@ from . import _toml
 from .errors import ConfigError, RuleError
 from .rules import Rule, get_rule
 
-KEYS = ("map", "select", "ignore", "params", "fail-on", "rules")
+KEYS = ("map", "select", "ignore", "params", "fail-on", "allow-unknown", "rules")
 FAIL_ON = ("warn", "fail")
 DEFAULTS: dict[str, object] = {"map": {}, "select": (), "ignore": (), "params": {}, "fail-on": "fail",
-                               "rules": ()}
+                               "allow-unknown": False, "rules": ()}
 FLAGS = {"map": "--map", "select": "--select", "ignore": "--ignore", "params": "--param",
-         "fail-on": "--fail-on", "rules": "--rules"}
+         "fail-on": "--fail-on", "allow-unknown": "--allow-unknown", "rules": "--rules"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,7 @@ class Settings:
     ignore: tuple[str, ...] = ()
     params: dict[str, dict[str, float]] = field(default_factory=dict)
     fail_on: str = "fail"
+    allow_unknown: bool = False         # exit 0 for a run nothing could be judged on (default: exit 1)
     rules: tuple[str, ...] = ()
     origin: dict[str, str] = field(default_factory=dict)   # key -> "default" | file | flag
     file: str | None = None
@@ -69,7 +70,7 @@ class Settings:
         """`--show-settings`: each resolved value and where it came from."""
         def fmt(key: str) -> str:
             value = {"map": self.map, "select": self.select, "ignore": self.ignore, "params": self.params,
-                     "fail-on": self.fail_on, "rules": self.rules}[key]
+                     "fail-on": self.fail_on, "allow-unknown": self.allow_unknown, "rules": self.rules}[key]
             if key == "map":
                 return ", ".join(f"{s}={k}" for s, k in value.items()) or "-"
             if key == "params":
@@ -78,8 +79,9 @@ class Settings:
             if isinstance(value, tuple):
                 return ", ".join(value) or "-"
             return str(value)
-        lines = [f"{'config':<8} {self.file or '(none found)'}"]
-        lines += [f"{key:<8} {fmt(key)}  ({self.origin.get(key, 'default')})" for key in KEYS]
+        width = max(len(key) for key in KEYS)
+        lines = [f"{'config':<{width}} {self.file or '(none found)'}"]
+        lines += [f"{key:<{width}} {fmt(key)}  ({self.origin.get(key, 'default')})" for key in KEYS]
         return "\n".join(lines) + "\n"
 
 
@@ -178,6 +180,11 @@ def _file_values(cfg: ConfigFile) -> dict[str, object]:
         if value not in FAIL_ON:
             raise cfg.error("fail-on", f"expected one of {', '.join(FAIL_ON)}; got {value!r}")
         values["fail-on"] = value
+    if "allow-unknown" in cfg.table:
+        value = cfg.table["allow-unknown"]
+        if not isinstance(value, bool):
+            raise cfg.error("allow-unknown", f"expected true or false; got {value!r}")
+        values["allow-unknown"] = value
     if "map" in cfg.table:
         table = cfg.table["map"]
         if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
@@ -277,7 +284,7 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     where_file = cfg.where if cfg is not None else ""
     origin: dict[str, str] = {}
     merged: dict[str, object] = {}
-    for key in ("select", "ignore", "rules", "fail-on"):
+    for key in ("select", "ignore", "rules", "fail-on", "allow-unknown"):
         if flags.get(key):
             merged[key], origin[key] = flags[key], f"flag {FLAGS[key]}"
         elif key in file_values:
@@ -303,7 +310,7 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
         params.setdefault(rid, {}).update(values)
     origin["params"] = _table_origin(file_values.get("params"), flags.get("param"), where_file, "--param")
     settings = Settings(map=mapping, select=select, ignore=ignore, params=params, fail_on=fail_on,
-                        rules=tuple(merged["rules"]), origin=origin,
+                        allow_unknown=bool(merged["allow-unknown"]), rules=tuple(merged["rules"]), origin=origin,
                         file=where_file or None, map_origin=map_origin)
     return settings, rules
 

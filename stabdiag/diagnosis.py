@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.0"   # 2.0: verdict "unknown", not-judged reasons, ending-free; see README "JSON"
 
 
 class Status(str, Enum):
@@ -47,26 +47,57 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class Unknown:
-    """A rule that could not run because the run lacks signals it needs."""
+    """A rule that did not judge the run: a signal it needs is not logged (`missing`), or the data it
+    has is too short or too sparse to judge (`reason`)."""
 
     rule: str
     layer: int
     missing: tuple[str, ...]
+    reason: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "missing signal" if self.missing else "too little data"
+
+    def describe(self) -> str:
+        return self.reason or ("start logging " + ", ".join(self.missing))
 
     def to_dict(self) -> dict:
-        return {"rule": self.rule, "layer": self.layer, "missing": list(self.missing)}
+        return {"rule": self.rule, "layer": self.layer, "kind": self.kind, "missing": list(self.missing),
+                "reason": self.describe()}
 
 
 @dataclass(frozen=True, slots=True)
 class LayerResult:
+    """One layer's outcome.  `pass` means at least one of its rules judged the run and nothing fired;
+    `unknown` means none could judge it, for the reason in `unknown_reason`."""
+
     layer: int
     status: Status
     onset_step: int | None
     findings: tuple[Finding, ...] = ()
     missing_signals: tuple[str, ...] = ()
+    judged: tuple[str, ...] = ()            # the rules that judged this layer
+    not_judged: tuple[Unknown, ...] = ()     # the rules that could not
+
+    @property
+    def unknown_reason(self) -> str | None:
+        """Why an unknown layer is unknown: "missing signal" or "too little data"."""
+        if self.status is not Status.UNKNOWN:
+            return None
+        return "too little data" if any(u.kind == "too little data" for u in self.not_judged) \
+            else "missing signal"
+
+    def not_judged_text(self) -> str:
+        """Why the layer's rules could not judge, as a user can act on it."""
+        short = list(dict.fromkeys(u.reason for u in self.not_judged if u.kind == "too little data"))
+        if short:
+            return "; ".join(short[:2]) + (f" (+{len(short) - 2} more)" if len(short) > 2 else "")
+        return "start logging " + ", ".join(self.missing_signals)
 
     def to_dict(self) -> dict:
         return {"layer": self.layer, "status": self.status.value, "onset_step": self.onset_step,
+                "unknown_reason": self.unknown_reason, "judged_rules": list(self.judged),
                 "missing_signals": list(self.missing_signals)}
 
 
@@ -99,27 +130,37 @@ class Diagnosis:
     steps: tuple[int, int] | None = None
     sources: tuple[str, ...] = field(default=())
     framework: str | None = None        # the framework recognised from the run's keys, e.g. "verl"
+    kind: str = "rl"                    # "rl", or "sft" for supervised fine-tuning / pretraining
+    signal_sources: dict[str, str] = field(default_factory=dict)   # signal -> the file it was read from
     trends: tuple[Trend, ...] = field(default=(), compare=False)   # display only; not in to_dict()
 
     @property
     def verdict(self) -> str:
+        """fail / warn by the worst finding; else pass when some layer was judged clean; else unknown
+        (nothing could be judged, which is never a pass)."""
         worst = max((SEVERITY_RANK[f.severity] for f in self.findings), default=0)
+        if worst == 0 and not any(layer.status is Status.PASS for layer in self.layers):
+            return "unknown"
         return {0: "pass", 1: "warn", 2: "fail"}[worst]
 
     def root_findings(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.layer == self.root_layer)
+        return tuple(f for f in self.findings if f.layer == self.root_layer and not f.downstream)
 
-    def exit_code(self, fail_on: str = "fail") -> int:
-        """1 when a finding is at or above `fail_on` ('warn' or 'fail'), else 0."""
+    def exit_code(self, fail_on: str = "fail", *, allow_unknown: bool = False) -> int:
+        """1 when a finding is at or above `fail_on` ('warn' or 'fail'), or when nothing could be judged
+        (verdict unknown) unless `allow_unknown`; else 0.  A CI gate must not pass a run it never read."""
         bar = SEVERITY_RANK[fail_on]
-        return int(any(SEVERITY_RANK[f.severity] >= bar for f in self.findings))
+        if any(SEVERITY_RANK[f.severity] >= bar for f in self.findings):
+            return 1
+        return int(self.verdict == "unknown" and not allow_unknown)
 
     def to_dict(self) -> dict:
         return {"run": self.run, "verdict": self.verdict, "root_layer": self.root_layer,
                 "layers": [layer.to_dict() for layer in self.layers],
                 "findings": [f.to_dict() for f in self.findings],
                 "unknown": [u.to_dict() for u in self.unknown],
-                "signals": dict(self.signals), "framework": self.framework, "resumed": self.resumed,
+                "signals": dict(self.signals), "signal_sources": dict(self.signal_sources),
+                "framework": self.framework, "kind": self.kind, "resumed": self.resumed,
                 "first_nonfinite_step": self.first_nonfinite_step,
                 "steps": list(self.steps) if self.steps else None, "notes": list(self.notes)}
 

@@ -1,9 +1,16 @@
-"""Walk the four layers top-down: run every rule's detector, then pick the root layer.
+"""Walk the four layers top-down: run every rule, then pick the root layer.
+
+Each rule comes out one of three ways: a finding, judged and clean, or not judged (a signal it needs is
+missing, or the data is too short or too sparse; the detector says why).  A layer passes only when one
+of its rules judged the run and none fired; a run with no judged layer is `unknown`, never `pass`.
 
 The root is the first failing layer (else the first warning one); findings below it are marked
 downstream, because a layer's failure makes every layer under it suspect (seed 000: lowering the LR did
-nothing when the cause was the reward).  Behaviour rules judge the run only up to its first non-finite
-step: after that the numbers describe a broken model, not a training dynamic.
+nothing when the cause was the reward).  Cause comes before consequence: a finding a rule declares a
+consequence of another (equal rewards in every group after entropy hit 0) is explained by it when that
+one began first, and is never the root.  Behaviour rules judge the run only up to its first
+*persistent* non-finite step: after that the numbers describe a broken model, not a training dynamic;
+a NaN or Inf the run comes back from (a skipped step, a loss-scale overflow) cuts nothing.
 """
 
 from __future__ import annotations
@@ -13,24 +20,26 @@ from dataclasses import replace
 
 import numpy as np
 
-from .detectors import CHAIN, Curve, Evidence
+from . import _stats as st
+from .detectors import CHAIN, Curve, Evidence, NotJudged
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
-from .rules import EVAL_ANY, Rule, load_rules, select_rules
+from .rules import Rule, load_rules, select_rules
 from .run import Run
 from .signals import Signals, resolve
 
 LAYERS = (1, 2, 3, 4)
 
 
-def first_nonfinite_step(signals: Signals) -> int | None:
-    """The first step at which a signal of the finite-status chain (seed 002) is NaN or Inf."""
+def persistent_nonfinite_step(signals: Signals) -> int | None:
+    """The first step at which a signal of the finite-status chain (seed 002) turns NaN or Inf and
+    does not come back."""
     firsts = []
     for name in CHAIN:
         s = signals.get(name)
         if s is not None:
-            bad = ~np.isfinite(s.values)
-            if bad.any():
-                firsts.append(int(s.steps[np.argmax(bad)]))
+            i = st.persistent_nonfinite_index(s.values)
+            if i is not None:
+                firsts.append(int(s.steps[i]))
     return min(firsts) if firsts else None
 
 
@@ -44,7 +53,7 @@ def _curve(signals: Signals, name: str, cutoff: int | None) -> Curve | None:
         steps, values = steps[keep], values[keep]
         if len(steps) == 0:
             return None
-    return Curve(name, s.key, steps, values)
+    return Curve(name, s.key, steps, values, s.superseded_steps, s.superseded_values)
 
 
 def _inputs(rule: Rule, signals: Signals, cutoff: int | None) -> tuple[dict, list[str]]:
@@ -52,17 +61,20 @@ def _inputs(rule: Rule, signals: Signals, cutoff: int | None) -> tuple[dict, lis
     kwargs: dict = {}
     missing: list[str] = []
     for arg, name in rule.signals.items():
-        if name == EVAL_ANY:
-            curves = [c for n in signals.evals() if (c := _curve(signals, n, cutoff)) is not None]
+        if name.endswith(":*"):
+            curves = [c for n in signals.matching(name) if (c := _curve(signals, n, cutoff)) is not None]
             kwargs[arg] = curves
             if not curves:
-                missing.append(EVAL_ANY)
+                missing.append(name)
         else:
             kwargs[arg] = _curve(signals, name, cutoff)
             if kwargs[arg] is None:
                 missing.append(name)
     for arg, name in rule.optional_signals.items():
-        kwargs[arg] = _curve(signals, name, cutoff)
+        if name.endswith(":*"):
+            kwargs[arg] = [c for n in signals.matching(name) if (c := _curve(signals, n, cutoff)) is not None]
+        else:
+            kwargs[arg] = _curve(signals, name, cutoff)
     present = len(rule.signals) - len(missing)
     if rule.requires == "any" and present > 0:
         missing = []
@@ -84,35 +96,56 @@ def _message(rule: Rule, ev: Evidence) -> str:
         return f"{rule.title} (steps {ev.start_step}-{ev.end_step})"
 
 
-def _finding(rule: Rule, ev: Evidence) -> Finding:
+def _finding(rule: Rule, ev: Evidence, kind: str) -> Finding:
     severity = rule.severity
     if ev.severity is not None and SEVERITY_RANK[ev.severity] < SEVERITY_RANK[severity]:
         severity = ev.severity
     message = _message(rule, ev)
     if ev.explained_by:
-        # explained by the data (e.g. all-correct groups): a consequence, reported as a warning
+        # explained by the data (e.g. all-correct groups before the drop): a consequence, a warning
         severity = "warn"
         message += f" - explained by {ev.explained_by} (data difficulty, layer 1)"
     return Finding(rule=rule.id, layer=rule.layer, severity=severity, title=rule.title,
                    start_step=ev.start_step, end_step=ev.end_step, message=message,
-                   evidence=dict(ev.values), check_first=rule.check_first,
-                   explained_by=ev.explained_by)
+                   evidence=dict(ev.values), check_first=rule.advice(kind), explained_by=ev.explained_by)
 
 
-def _layer(layer: int, findings: list[Finding], ran: bool, missing: list[str]) -> LayerResult:
+def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> list[Finding]:
+    """A finding whose rule names the rule of an earlier finding as a possible cause (equal rewards
+    after entropy collapsed) becomes a warning explained by it, so it cannot be the root."""
+    out = []
+    for f in findings:
+        rule = rules[f.rule]
+        causes = [c for c in findings if c.rule in rule.consequence_of and c.start_step <= f.start_step]
+        if causes:
+            cause = min(causes, key=lambda c: c.start_step)
+            values = {**f.evidence, "kind": "a consequence, not the data's difficulty"} if "kind" in f.evidence \
+                else f.evidence
+            message = _message(rule, Evidence(f.start_step, f.end_step, values))
+            f = replace(f, severity="warn", explained_by=cause.rule, evidence=values,
+                        message=f"{message} - a consequence of {cause.rule} (from step {cause.start_step})")
+        out.append(f)
+    return out
+
+
+def _layer(layer: int, findings: list[Finding], judged: list[str], unknown: list[Unknown]) -> LayerResult:
     mine = tuple(f for f in findings if f.layer == layer)
     if mine:
         status = Status.FAIL if any(f.severity == "fail" for f in mine) else Status.WARN
     else:
-        status = Status.PASS if ran else Status.UNKNOWN
+        status = Status.PASS if judged else Status.UNKNOWN
     onset = min((f.start_step for f in mine), default=None)
-    return LayerResult(layer, status, onset, mine, tuple(dict.fromkeys(missing)))
+    gaps = tuple(u for u in unknown if u.layer == layer)
+    missing = tuple(dict.fromkeys(s for u in gaps for s in u.missing))
+    return LayerResult(layer, status, onset, mine, missing, tuple(judged), gaps)
 
 
 def _root(findings: list[Finding]) -> int | None:
-    """The first layer with a failing finding, else the first with a warning."""
+    """The first layer with a failing finding, else the first with a warning; a finding explained as
+    the consequence of another rule's finding is never the root."""
+    causes = [f for f in findings if not (f.explained_by or "").startswith("L")]
     for severity in ("fail", "warn"):
-        layers = [f.layer for f in findings if f.severity == severity]
+        layers = [f.layer for f in causes if f.severity == severity]
         if layers:
             return min(layers)
     return None
@@ -124,33 +157,41 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     """Check one run against the rules and return its Diagnosis."""
     rules = select_rules(rules if rules is not None else load_rules(), select, ignore)
     signals = resolve(run, mapping)
-    cutoff = first_nonfinite_step(signals)
+    cutoff = persistent_nonfinite_step(signals)
     findings: list[Finding] = []
     unknown: list[Unknown] = []
-    ran = dict.fromkeys(LAYERS, False)
-    missing_by_layer: dict[int, list[str]] = {layer: [] for layer in LAYERS}
+    judged: dict[int, list[str]] = {layer: [] for layer in LAYERS}
     for rule in rules:
-        sees_all = rule.spec.sees_nonfinite
-        kwargs, missing = _inputs(rule, signals, None if sees_all else cutoff)
+        kwargs, missing = _inputs(rule, signals, None if rule.spec.sees_nonfinite else cutoff)
         if missing:
             unknown.append(Unknown(rule.id, rule.layer, tuple(missing)))
-            missing_by_layer[rule.layer].extend(missing)
             continue
-        ran[rule.layer] = True
         values = {**rule.all_params(), **(params or {}).get(rule.id, {})}
-        evidence = rule.spec.fn(**kwargs, **values)
-        if evidence is not None:
-            findings.append(_finding(rule, evidence))
+        result = rule.spec.fn(**kwargs, **values)
+        if isinstance(result, NotJudged):
+            unknown.append(Unknown(rule.id, rule.layer, (), result.reason))
+            continue
+        judged[rule.layer].append(rule.id)
+        if result is not None:
+            findings.append(_finding(rule, result, signals.kind))
+    findings = _explain_consequences(findings, {r.id: r for r in rules})
     root = _root(findings)
     findings = [f if root is None or f.layer <= root else replace(f, downstream=True) for f in findings]
-    layers = [_layer(layer, findings, ran[layer], missing_by_layer[layer]) for layer in LAYERS]
+    layers = [_layer(layer, findings, judged[layer], unknown) for layer in LAYERS]
     all_steps = [s.steps for s in run.series.values() if len(s)]
     span = (int(min(a[0] for a in all_steps)), int(max(a[-1] for a in all_steps))) if all_steps else None
     notes = list(run.notes) + list(signals.notes)
     if run.resumed:
-        notes.append(f"resumed run: {run.duplicate_steps} step(s) were written more than once; "
+        notes.append(f"resumed run: {run.duplicate_steps} step(s) were written again after a restart; "
                      "the last write of each step was used")
     return Diagnosis(run=run.name, layers=tuple(layers), findings=tuple(findings), unknown=tuple(unknown),
                      signals=signals.mapping(), root_layer=root, notes=tuple(notes), resumed=run.resumed,
-                     first_nonfinite_step=cutoff, steps=span, sources=run.sources,
-                     framework=signals.framework)
+                     first_nonfinite_step=_first_nonfinite(signals), steps=span, sources=run.sources,
+                     framework=signals.framework, kind=signals.kind,
+                     signal_sources={n: s.source for n, s in signals.series.items() if s.source})
+
+
+def _first_nonfinite(signals: Signals) -> int | None:
+    firsts = [int(s.steps[np.argmax(~np.isfinite(s.values))]) for name in CHAIN
+              if (s := signals.get(name)) is not None and s.nonfinite_count]
+    return min(firsts) if firsts else None

@@ -25,8 +25,11 @@ STATUSES = ("preview", "stable", "deprecated", "removed")
 _ID = re.compile(r"^L([1-4])\.[a-z0-9]+(-[a-z0-9]+)*$")
 _REQUIRED = ("id", "layer", "title", "severity", "status", "since", "detector", "message", "why",
              "check_first", "references", "signals", "example")
-_OPTIONAL = ("optional_signals", "params", "known_limits", "aliases", "requires")
+_OPTIONAL = ("optional_signals", "params", "known_limits", "aliases", "requires", "check_first_sft",
+             "consequence_of")
 EVAL_ANY = "eval:*"
+REWARD_COMPONENTS = "reward:*"
+FAMILIES = (EVAL_ANY, REWARD_COMPONENTS)     # wirings that stand for every signal of a family
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +55,17 @@ class Rule:
     requires: str = "all"             # "all" signals present, or "any" one of them
     known_limits: str = ""
     aliases: tuple[str, ...] = ()
+    check_first_sft: tuple[str, ...] = ()   # the advice for SFT / pretraining runs, where it differs
+    consequence_of: tuple[str, ...] = ()    # rules whose earlier finding explains this one's
     source: str = field(default="", compare=False)
 
     @property
     def spec(self) -> DetectorSpec:
         return DETECTORS[self.detector]
+
+    def advice(self, kind: str) -> tuple[str, ...]:
+        """What to check first on a run of this kind ("rl" or "sft")."""
+        return self.check_first_sft if kind == "sft" and self.check_first_sft else self.check_first
 
     def all_params(self) -> dict[str, float]:
         return {**self.spec.defaults(), **self.params}
@@ -135,8 +144,11 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
     optional = body.get("optional_signals", {})
     for wiring in (body["signals"], optional):
         for signal in wiring.values():
-            if signal != EVAL_ANY and not table.is_known(signal):
+            if signal not in FAMILIES and not table.is_known(signal):
                 raise fail(f"unknown signal '{signal}' (not in signals.toml)", signal)
+    for key in ("check_first_sft", "consequence_of"):
+        if not isinstance(body.get(key, []), list):
+            raise fail(f"{key} must be a list", key)
     example = body["example"]
     if not example.get("fires") or not example.get("quiet"):
         raise fail("example needs both 'fires' and 'quiet'", "example")
@@ -152,7 +164,9 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
         references=tuple(body["references"]), signals=dict(body["signals"]),
         optional_signals=dict(optional), params={k: float(v) for k, v in params.items()},
         example_fires=example["fires"], example_quiet=example["quiet"], requires=requires,
-        known_limits=body.get("known_limits", ""), aliases=tuple(body.get("aliases", ())), source=path)
+        known_limits=body.get("known_limits", ""), aliases=tuple(body.get("aliases", ())),
+        check_first_sft=tuple(body.get("check_first_sft", ())), consequence_of=tuple(body.get("consequence_of", ())),
+        source=path)
 
 
 def parse_rule_file(text: str, path: str, table: AliasTable | None = None) -> list[Rule]:

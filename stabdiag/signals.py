@@ -19,8 +19,10 @@ import numpy as np
 from . import _toml
 from .errors import ConfigError, RuleError
 from .run import Run, Series
+from .units import decide_units
 
 EVAL_PREFIX = "eval:"
+COMPONENT_PREFIX = "reward:"
 _LOGGER_PREFIXES = ("", "train/")
 
 
@@ -61,9 +63,11 @@ class AliasTable:
     eval_loss_patterns: tuple[re.Pattern, ...] = ()
     derivations: tuple[Derivation, ...] = ()
     frameworks: tuple[Fingerprint, ...] = ()
+    component_patterns: tuple[re.Pattern, ...] = ()
 
     def is_known(self, signal: str) -> bool:
-        return signal in self.signals or (signal.startswith(EVAL_PREFIX) and len(signal) > len(EVAL_PREFIX))
+        return signal in self.signals or any(signal.startswith(p) and len(signal) > len(p)
+                                             for p in (EVAL_PREFIX, COMPONENT_PREFIX))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,7 @@ class Signals:
     unmapped: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
     framework: str | None = None        # e.g. "verl", from fingerprint keys or the log format
+    units: dict[str, str] = field(default_factory=dict)   # signal -> unit, where signals decided one
 
     def get(self, name: str) -> Series | None:
         return self.series.get(name)
@@ -82,8 +87,19 @@ class Signals:
     def evals(self) -> dict[str, Series]:
         return {k: v for k, v in self.series.items() if k.startswith(EVAL_PREFIX)}
 
+    def matching(self, pattern: str) -> list[str]:
+        """The signal names a rule's `family:*` wiring stands for (every eval:, every reward:)."""
+        prefix = pattern[:-1]
+        return [k for k in self.series if k.startswith(prefix) and len(k) > len(prefix)]
+
     def mapping(self) -> dict[str, str]:
         return {name: s.key for name, s in self.series.items()}
+
+    @property
+    def kind(self) -> str:
+        """"rl" when the run logs a reward, KL, entropy or rollout signal, else "sft" (supervised
+        fine-tuning or pretraining: loss, grad norm, eval loss)."""
+        return "rl" if any(name in self.series for name in _RL_SIGNALS) else "sft"
 
 
 def _pattern(template: str) -> re.Pattern:
@@ -123,7 +139,8 @@ def parse_alias_table(text: str, path: str) -> AliasTable:
                        for body in data.get("framework", []))
     return AliasTable(signals, tuple(_pattern(p) for p in ev.get("patterns", [])),
                       tuple(ev.get("not_scores", [])), tuple(ev.get("strip_suffixes", [])),
-                      tuple(_pattern(p) for p in ev.get("loss_patterns", [])), tuple(derivations), frameworks)
+                      tuple(_pattern(p) for p in ev.get("loss_patterns", [])), tuple(derivations), frameworks,
+                      tuple(_pattern(p) for p in data.get("component", {}).get("patterns", [])))
 
 
 @lru_cache(maxsize=1)
@@ -160,15 +177,6 @@ def _eval_name(key: str, table: AliasTable) -> str | None:
                 break
         return name
     return None
-
-
-def _as_fraction(series: Series) -> tuple[Series, bool]:
-    """An eval logged in percent (values in 1.5–100) is rescaled to 0–1."""
-    finite = series.values[np.isfinite(series.values)]
-    if len(finite) and finite.min() >= 0 and 1.5 < finite.max() <= 100:
-        return Series(series.key, series.steps, series.values / 100.0, series.wall_time,
-                      series.superseded_steps, series.superseded_values / 100.0), True
-    return series, False
 
 
 def parse_mapping(items: list[str] | None) -> dict[str, str]:
@@ -218,18 +226,14 @@ def resolve(run: Run, mapping: dict[str, str] | None = None, table: AliasTable |
         name = _eval_name(key, table)
         if name is None or EVAL_PREFIX + name in series:
             continue
-        scaled, rescaled = _as_fraction(keys[key])
-        if rescaled:
-            notes.append(f"{key}: read as a percentage and rescaled to 0-1")
-        series[EVAL_PREFIX + name] = scaled
+        series[EVAL_PREFIX + name] = keys[key]
         used.add(key)
-    for signal, key in chosen.items():
-        if signal.startswith(EVAL_PREFIX):
-            series[signal], _ = _as_fraction(keys[key])
+    _components(series, keys, used, table)
+    units = decide_units(series, notes)
     unmapped = tuple(k for k in keys if k not in used)
     framework = detect_framework(run, table)
     notes.extend(_coverage_notes(series))
-    return Signals(run, series, unmapped, tuple(notes), framework)
+    return Signals(run, series, unmapped, tuple(notes), framework, units)
 
 
 def _has(keys, key: str) -> str | None:
@@ -261,6 +265,19 @@ def _derive(series: dict[str, Series], keys: dict[str, Series], used: set[str], 
         series[rule.signal] = Series(label.replace("+ -1*", "- ").replace("+ -", "- "), steps,
                                      np.asarray(total, dtype=np.float64))
         used.update(found)
+
+
+def _components(series: dict[str, Series], keys: dict[str, Series], used: set[str], table: AliasTable) -> None:
+    """Reward components, one reward:<fn> per reward function (TRL rewards/<fn>/mean)."""
+    for key in keys:
+        if key in used:
+            continue
+        for pattern in table.component_patterns:
+            match = pattern.match(key)
+            if match and "/" not in match.group("name"):
+                series.setdefault(COMPONENT_PREFIX + match.group("name"), keys[key])
+                used.add(key)
+                break
 
 
 def _eval_loss(series: dict[str, Series], keys: dict[str, Series], used: set[str], table: AliasTable,

@@ -3,7 +3,8 @@
 A series spec is a table: steps (default 400) or every (log every N steps), ramp = [start, end] (linear),
 exp = {from = step, tau = steps} (multiply by exp((t-from)/tau) after `from`), noise (normal sd),
 lognoise (multiplicative sd), seed, set = {step = value} (single points; "nan"/"inf" allowed),
-nan_from (NaN from that step on), values = [...] (explicit, one per logged step).
+nan_from (NaN from that step on), values = [...] (explicit, one per logged step),
+superseded = {step = value} (an earlier attempt's writes of those steps, replaced by a restart).
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ def make_series(key: str, spec: dict, default_seed: int = 0) -> Series:
         values[steps == int(step)] = _num(value)
     if "nan_from" in spec:
         values[steps >= spec["nan_from"]] = math.nan
-    return Series.from_points(key, steps, values)
+    first = spec.get("superseded", {})
+    old_steps = np.array([int(s) for s in first], dtype=np.int64)
+    old_values = np.array([_num(v) for v in first.values()], dtype=float)
+    return Series.from_points(key, np.concatenate([old_steps, steps]), np.concatenate([old_values, values]))
 
 
 def make_run(name: str, series_specs: dict[str, dict]) -> Run:

@@ -18,11 +18,14 @@ EXPECTED = {
     "bigscience_tr8b_104B_spikes": ({"fail"}, 3),               # repeated spikes, diverged
     "bigscience_tr11_176B_bloom_spike": ({"warn"}, 3),          # transient spike, recovered in ~30 its
     "bigscience_tr1_13B_glitches": ({"pass", "warn"}, None),    # transient, recovered
-    "llmc_gpt2_124m_baseline": ({"pass"}, None),
+    # two grad-norm spikes of 5.3x its EMA (1.44 vs 0.27 at step 7435), each back the next step: a warning
+    # since 0.2, when the absolute 5.0 floor that hid them gave way to one relative to the run (issue 12)
+    "llmc_gpt2_124m_baseline": ({"pass", "warn"}, None),
     "dschat_ppo_opt1.3b": ({"pass"}, None),
     "hf_trl_sft_tinyllama_lora": ({"pass"}, None),
     "hf_trainer_cpt_feedback_gen": ({"pass"}, None),
-    "verl_qwen3_8b_grpo_lr5e-6_probe": ({"pass"}, None),
+    # 3 logged steps: too few to judge any layer, which is not a pass (issue 12); it was "pass" in 0.1
+    "verl_qwen3_8b_grpo_lr5e-6_probe": ({"unknown"}, None),
     "unsloth_trl_grpo_llama3.1_8b": ({"pass"}, None),           # healthy; loss bursts it comes back from
     "unsloth_trl_grpo_llama3.2_3b": ({"pass"}, None),
 }

@@ -46,6 +46,7 @@ def test_rule_case(rule_id, case):
     unknown = [u for u in diag.unknown if u.rule == rule_id]
     if expect == "unknown":
         assert unknown and not fired
+        assert case.get("reason", "") in unknown[0].describe(), unknown[0].describe()
     elif expect == "quiet":
         assert not unknown, unknown
         assert not fired, fired[0].message if fired else ""

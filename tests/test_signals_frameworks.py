@@ -47,7 +47,7 @@ FRAMEWORKS = [
       "loss": "train/loss", "grad_norm": "train/grad_norm", "lr": "train/learning_rate",
       "logprob_delta": "train/sampling/sampling_logp_difference/mean",
       "is_ratio_mean": "train/sampling/importance_sampling_ratio/mean", "moe_load_balance": "train/aux_loss",
-      "eval:reward": "eval/reward", "eval_loss": "eval/loss"}),
+      "eval_loss": "eval/loss"}),     # eval/reward: the training reward on eval prompts, not an independent eval
     ("TRL PPO", ["train/objective/rlhf_reward", "train/objective/scores", "train/objective/kl",
                  "train/policy/approxkl_avg", "train/policy/clipfrac_avg", "train/policy/entropy_avg",
                  "train/loss/policy_avg", "train/lr"],
@@ -101,13 +101,12 @@ FRAMEWORKS = [
                "ppo_actor/update/version_stats/sample_staleness_theta_avg", "eval-rollout/reward",
                "eval-rollout/reward__count"],
      {"reward": "rollout/reward", "truncation_rate": "ppo_actor/no_eos_ratios/avg",
-      "kl": "ppo_actor/kl_rewards/avg", "update_kl": "ppo_actor/update/approx_kl/avg",
+      "kl_penalty": "ppo_actor/kl_rewards/avg", "update_kl": "ppo_actor/update/approx_kl/avg",
       "entropy": "ppo_actor/update/entropy/avg", "clip_frac": "ppo_actor/update/clip_ratio/avg",
       "loss": "ppo_actor/update/actor_loss/avg", "grad_norm": "ppo_actor/update/grad_norm",
       "lr": "ppo_actor/update/lr", "rollout_kl": "ppo_actor/update/behave_approx_kl/avg",
       "is_ratio_mean": "ppo_actor/update/behave_imp_weight/avg",
-      "policy_version_lag": "ppo_actor/update/version_stats/sample_staleness_theta_avg",
-      "eval:reward": "eval-rollout/reward"}),
+      "policy_version_lag": "ppo_actor/update/version_stats/sample_staleness_theta_avg"}),
     ("Megatron-LM", ["lm loss", "grad-norm", "loss-scale", "learning-rate", "num-zeros", "params-norm",
                      "skipped-train-samples", "lm loss validation", "load_balancing_loss"],
      {"loss": "lm loss", "grad_norm": "grad-norm", "loss_scale": "loss-scale", "lr": "learning-rate",
@@ -212,7 +211,6 @@ def test_derived_signals(values, signal, key, first):
     ("val/test_score/gsm8k", "eval:gsm8k"),
     ("eval/eval_math500_pass1", "eval:math500"),
     ("validation/accuracy", "eval:accuracy"),
-    ("eval-rollout/reward", "eval:reward"),
     ("eval/aime", "eval:aime"),
     ("val_correct/all/mean", "eval:all"),
     ("eval_gsm8k_challenge_accuracy", "eval:gsm8k_challenge"),
@@ -224,7 +222,10 @@ def test_eval_scores_are_found(key, name):
 
 @pytest.mark.parametrize("key", ["val-core/openai/gsm8k/acc/maj@8/mean", "eval/eval_gsm8k_response_length_mean",
                                  "eval/aime-truncated_ratio", "eval_runtime", "eval_samples_per_second",
-                                 "eval-rollout/reward__count", "validation/avg_length", "eval/lm/c4/Perplexity"])
+                                 "eval-rollout/reward__count", "validation/avg_length", "eval/lm/c4/Perplexity",
+                                 # the training reward on eval prompts is not an independent check (issue 13)
+                                 "eval/reward", "eval_reward", "eval/rewards/accuracy_reward/mean",
+                                 "eval-rollout/reward", "eval/completions/mean_length"])
 def test_non_scores_are_not_evals(key):
     assert not resolve(make_run([key])).evals()
 

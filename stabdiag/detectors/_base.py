@@ -10,23 +10,47 @@ import numpy as np
 
 from .. import _stats as st
 
+_NO_STEPS = np.empty(0, np.int64)
+_NO_VALUES = np.empty(0, np.float64)
+
 
 @dataclass(frozen=True, slots=True)
 class Curve:
-    """One resolved signal: its canonical name, the raw key it came from, and its points."""
+    """One resolved signal: its canonical name, the raw key it came from, and its points.  The writes a
+    restart replaced (a resumed run's rolled-back segment) ride along as `superseded_*`."""
 
     signal: str
     key: str
     steps: np.ndarray
     values: np.ndarray
+    superseded_steps: np.ndarray = field(default_factory=lambda: _NO_STEPS)
+    superseded_values: np.ndarray = field(default_factory=lambda: _NO_VALUES)
 
     def finite(self) -> "Curve":
         ok = np.isfinite(self.values)
-        return self if ok.all() else Curve(self.signal, self.key, self.steps[ok], self.values[ok])
+        return self if ok.all() else Curve(self.signal, self.key, self.steps[ok], self.values[ok],
+                                           self.superseded_steps, self.superseded_values)
 
     @property
     def span(self) -> int:
         return int(self.steps[-1] - self.steps[0]) if len(self.steps) else 0
+
+    @property
+    def cadence(self) -> float:
+        """Median steps between logged points (1 when every step is logged)."""
+        return float(np.median(np.diff(self.steps))) if len(self.steps) > 1 else 1.0
+
+    def points_for(self, steps: float, minimum: int = 1) -> int:
+        """How many logged points cover `steps` training steps at this curve's cadence (at least
+        `minimum`): windows are set in steps, so logging every k steps does not stretch them k-fold."""
+        return max(int(minimum), int(round(steps / max(self.cadence, 1e-12))))
+
+
+@dataclass(frozen=True, slots=True)
+class NotJudged:
+    """A detector had its signals but too little data to judge: why, in words a user can act on."""
+
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,16 @@
-"""Policy-change detectors: KL and entropy read together, and a floor under entropy."""
+"""Policy-change detectors: KL and entropy read together, a floor under entropy, and entropy collapse.
+
+Early levels come from the first logged values, before any collapse: a policy destroyed at step 1 has
+no "early run" to compare with except its first points.  Difficulty (all-equal groups) explains an
+entropy drop only when it was already high before the drop began.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import _stats as st
-from ._base import Curve, Evidence, _smooth_window
+from ._base import Curve, Evidence, NotJudged, _smooth_window
 
 
 def _on_grid(curve: Curve, grid: np.ndarray) -> np.ndarray:
@@ -13,35 +18,43 @@ def _on_grid(curve: Curve, grid: np.ndarray) -> np.ndarray:
     return np.interp(grid, curve.steps, smooth)
 
 
-def _explained(difficulty: Curve | None, lo: float, hi: float, threshold: float) -> bool:
+def first_level(curve: Curve, points: int = 3) -> float:
+    """The level a curve starts from: the highest of its first few points, so that a collapse inside
+    them does not become the baseline."""
+    return float(np.max(curve.values[:points]))
+
+
+def _explained(difficulty: Curve | None, start: float, threshold: float, window_steps: float) -> bool:
+    """All-equal groups were already the norm just before the drop began (a quarter of its window, at
+    least 5 steps), so they are its cause, not its consequence.  A drop at the first steps has no
+    before: nothing explains it."""
     if difficulty is None:
         return False
     d = difficulty.finite()
-    inside = (d.steps >= lo) & (d.steps <= hi)
-    if not inside.any():
+    before = (d.steps < start) & (d.steps >= start - max(5.0, 0.25 * window_steps))
+    if before.sum() < 2:
         return False
-    values = d.values / 100.0 if np.nanmax(d.values) > 1.0 else d.values
-    return float(np.median(values[inside])) >= threshold
+    return float(np.median(d.values[before])) >= threshold
 
 
 def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None, *, window_steps,
                      min_kl_ratio, min_entropy_drop_frac, min_kl, warmup_frac, min_kl_accel,
-                     explained_zero_std_frac) -> Evidence | None:
+                     explained_zero_std_frac) -> Evidence | NotJudged | None:
     """Within one window KL at least doubles *and* entropy falls steeply (fail); one alone is a
     warning, and KL alone only when it accelerates after warm-up (KL grows from 0 in every run)."""
     k, e = kl.finite(), entropy.finite()
     if len(k.steps) < 10 or len(e.steps) < 10:
-        return None
+        return NotJudged(f"KL has {len(k.steps)} and entropy {len(e.steps)} points; 10 of each are needed")
     lo, hi = max(k.steps[0], e.steps[0]), min(k.steps[-1], e.steps[-1])
     span = hi - lo
     window = min(window_steps, span / 2.0)
     if span <= 0 or window < 5:
-        return None
+        return NotJudged(f"KL and entropy overlap over {max(span, 0)} steps; 10 are needed")
     grid = np.linspace(lo, hi, 201)
     kg, eg = _on_grid(k, grid), _on_grid(e, grid)
     shift = max(1, int(round(window / (grid[1] - grid[0]))))
     if shift >= len(grid):
-        return None
+        return NotJudged("too few steps for one comparison window")
     k0, k1 = np.maximum(kg[:-shift], min_kl), kg[shift:]
     e0, e1 = eg[:-shift], eg[shift:]
     kl_ratio = k1 / k0
@@ -56,14 +69,14 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
     both = kl_up & ent_down
     kl_only = kl_up & accel & after_warmup & ~both
     ent_only = ent_down & ~both
-    for mask, severity, what in ((both, None, "kl+entropy"), (kl_only, "warn", "kl"),
+    for mask, severity, what in ((both, None, "both"), (kl_only, "warn", "kl"),
                                  (ent_only, "warn", "entropy")):
         if mask.any():
             # the steepest qualifying window: its start is where the fast movement began
             steepness = kl_ratio if what == "kl" else ent_drop
             i = int(np.argmax(np.where(mask, steepness, -np.inf)))
             start, end = float(grid[i]), float(grid[i + shift])
-            explained = _explained(difficulty, start, end, explained_zero_std_frac)
+            explained = what != "kl" and _explained(difficulty, start, explained_zero_std_frac, window)
             return Evidence(int(round(start)), int(round(end)), {
                 "moved": what, "kl_start": float(kg[i]), "kl_end": float(kg[i + shift]),
                 "kl_ratio": float(kl_ratio[i]), "entropy_start": float(eg[i]),
@@ -74,22 +87,46 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
 
 
 def floor_breach(values: Curve, difficulty: Curve | None = None, *, floor_frac, early_frac,
-                 min_breach_steps, min_breach_frac_of_run, explained_zero_std_frac) -> Evidence | None:
-    """The curve stays below `floor_frac` × its early-run level for a sustained stretch."""
+                 min_breach_steps, min_breach_frac_of_run, explained_zero_std_frac) -> Evidence | NotJudged | None:
+    """The curve stays below `floor_frac` x its early-run level for a sustained stretch.  The early
+    level is the higher of the first points and the median of the first `early_frac` of the run."""
     v = values.finite()
-    if len(v.steps) < 10:
-        return None
-    early = st.edge_level(v.values, early_frac, min_points=5)
+    if len(v.steps) < 10 or v.span < min_breach_steps:
+        return NotJudged(f"{v.signal} covers {v.span} steps in {len(v.steps)} points; a breach of "
+                         f"{min_breach_steps:g} steps and 10 points are needed")
+    early = max(st.edge_level_by_steps(v.steps, v.values, early_frac), first_level(v))
     if early <= 0:
-        return None
+        return NotJudged(f"{v.signal} starts at {early:.3g}; a floor is a fraction of a positive level")
     floor = floor_frac * early
     smooth = st.rolling_median(v.values, _smooth_window(len(v.values)))
     need = max(min_breach_steps, min_breach_frac_of_run * v.span)
     for a, b in st.true_runs(smooth < floor):
         if v.steps[b] - v.steps[a] >= need:
-            explained = _explained(difficulty, v.steps[a], v.steps[b], explained_zero_std_frac)
+            explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac, need)
             return Evidence(int(v.steps[a]), int(v.steps[b]), {
                 "signal": v.signal, "key": v.key, "early": early, "floor": floor,
                 "lowest": float(np.min(smooth[a:b + 1])), "last": float(smooth[b])},
                 explained_by="zero_std_frac" if explained else None)
+    return None
+
+
+def collapse_below(values: Curve, *, collapse_frac, min_collapse_steps, min_collapse_frac_of_run,
+                   first_points) -> Evidence | NotJudged | None:
+    """The curve falls to `collapse_frac` x the level of its first logged points and stays there:
+    entropy near 0 means the policy samples one answer, whatever the step (including step 1)."""
+    v = values.finite()
+    if len(v.steps) < 5:
+        return NotJudged(f"{v.signal} has {len(v.steps)} points; 5 are needed")
+    start = first_level(v, int(first_points))
+    if start <= 0:
+        return NotJudged(f"{v.signal} starts at {start:.3g}; a collapse is a fraction of a positive level")
+    smooth = st.rolling_median(v.values, 3)
+    need = max(min_collapse_steps, min_collapse_frac_of_run * v.span)
+    for a, b in st.true_runs(smooth <= collapse_frac * start):
+        # a stretch that runs to the end of the log counts once it is as long as the run allows
+        if v.steps[b] - v.steps[a] >= need or (b == len(v.steps) - 1 and b - a + 1 >= 3
+                                                and v.steps[b] - v.steps[a] >= min(need, 0.5 * v.span)):
+            return Evidence(int(v.steps[a]), int(v.steps[b]), {
+                "signal": v.signal, "key": v.key, "initial": start, "level": float(np.median(v.values[a:b + 1])),
+                "frac": float(np.median(v.values[a:b + 1])) / start, "first_step": int(v.steps[0])})
     return None

@@ -1,5 +1,10 @@
-"""Numeric-update detectors: spikes against a recent level or an EMA, the first non-finite value, and
-the climb before a blow-up."""
+"""Spike detectors: a jump against the recent level or an EMA, and the climb before a blow-up.
+
+Windows, EMA spans and recovery are set in training steps and turned into logged points at the curve's
+own cadence (`Curve.points_for`), so logging every k steps does not stretch them k-fold.  Thresholds are
+ratios and robust noise sds of the curve itself: a small model's grad norm of 0.3 that jumps to 4.5 is
+as much a spike as a large model's 1.0 -> 15.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import math
 import numpy as np
 
 from .. import _stats as st
-from ._base import Curve, Evidence
+from ._base import Curve, Evidence, NotJudged
 
 
 def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_under: np.ndarray,
@@ -40,16 +45,41 @@ def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_un
     return [(int(a), int(e), recovered(a, e)) for a, e in zip(starts, ends)]
 
 
-def spike_vs_recent(values: Curve, *, window_points, min_ratio, min_jump_sd, isolated_max_count,
-                    recover_points, recover_sd) -> Evidence | None:
+def _crowded(v: Curve, episodes, max_count: float, window_steps: float) -> bool:
+    """More than `max_count` spike episodes inside some `window_steps` stretch: repeated spikes, not
+    isolated ones (llm.c GPT-2 124M absorbs two 5x spikes 1,600 steps apart and trains on)."""
+    starts = v.steps[[a for a, _, _ in episodes]]
+    k = int(max_count)
+    return any(starts[j + k] - starts[j] <= window_steps for j in range(len(starts) - k))
+
+
+def _spike_evidence(v: Curve, episodes, level: np.ndarray, level_name: str, recover_points: int,
+                    isolated_max_count: float, isolated_window_steps: float) -> Evidence:
+    i = episodes[0][0]
+    absorbed = all(back for _, _, back in episodes) and not _crowded(v, episodes, isolated_max_count,
+                                                                     isolated_window_steps)
+    return Evidence(int(v.steps[i]), int(v.steps[episodes[-1][1]]), {
+        "signal": v.signal, "key": v.key, "value": float(v.values[i]), level_name: float(level[i]),
+        "ratio": float(v.values[i] / level[i]) if level[i] > 0 else math.inf, "count": len(episodes),
+        "absorbed": f"absorbed: back to its level within {recover_points} points" if absorbed
+        else "not absorbed"},
+        severity="warn" if absorbed else None)
+
+
+def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps, min_ratio, min_jump_sd,
+                    isolated_max_count, isolated_window_steps, recover_steps,
+                    recover_sd) -> Evidence | NotJudged | None:
     """A point jumps far above the median of the points before it: by `min_jump_sd` robust sds, and
-    (where that level is clearly positive, as for a cross-entropy loss) by `min_ratio` × the level.
-    At most `isolated_max_count` spike episodes the run comes back from (see _recovered) are a warning;
-    on a level near 0 (a policy-gradient loss) episodes it comes back from are not reported at all."""
+    (where that level is clearly positive, as for a cross-entropy loss) by `min_ratio` x the level.
+    At most `isolated_max_count` spike episodes the run comes back from (see _recovered), within any
+    `isolated_window_steps`, are a warning.  In an RL run (a `reward` is logged) a loss whose level is
+    near 0 is a policy-gradient loss: bursts it comes back from are not reported at all.  Without a
+    reward the loss is a cross-entropy, however low and noisy, and every spike counts."""
     v = values.finite()
-    window = int(window_points)
     if len(v.values) <= 10:
-        return None
+        return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
+    window = v.points_for(window_steps, 10)
+    recover = v.points_for(recover_steps, 2)
     med, sd = st.trailing_median_mad(v.values, window)
     # before a full window has passed, the recent level is all the points so far (at least 10)
     for i in range(10, min(window, len(v.values))):
@@ -65,79 +95,46 @@ def spike_vs_recent(values: Curve, *, window_points, min_ratio, min_jump_sd, iso
     spike &= np.isfinite(med)
     if not spike.any():
         return None
-    episodes = _recovered(v.values, np.flatnonzero(spike), recover_points, med + recover_sd * sd)
+    episodes = _recovered(v.values, np.flatnonzero(spike), recover, med + recover_sd * sd)
     # the seed's 10x reads a loss with a positive level (cross-entropy).  A policy-gradient loss that
     # hovers at 0 has no such scale and bursts with the batch's KL: a burst it comes back from is not a
-    # finding (healthy TRL GRPO runs show several), one it does not come back from is
+    # finding (healthy TRL GRPO runs show several), one it does not come back from is.
     # "hovers at 0" = a level under 10 robust sds: a cross-entropy loss sits 20-100+ sds above 0, a
     # KL-dominated GRPO loss (0.002 +- 0.001) 2-3 sds
-    cross_entropy_like = med > 10.0 * sd
+    cross_entropy_like = (med > 10.0 * sd) | (reward is None)
     episodes = [(a, e, back) for a, e, back in episodes if cross_entropy_like[a] or not back]
     if not episodes:
         return None
-    i = episodes[0][0]
-    absorbed = all(back for _, _, back in episodes) and len(episodes) <= isolated_max_count
-    return Evidence(int(v.steps[i]), int(v.steps[episodes[-1][1]]), {
-        "signal": v.signal, "key": v.key, "value": float(v.values[i]), "recent": float(med[i]),
-        "ratio": float(v.values[i] / med[i]) if med[i] > 0 else math.inf, "count": len(episodes),
-        "absorbed": f"absorbed: back to its level within {int(recover_points)} points" if absorbed
-        else "not absorbed"},
-        severity="warn" if absorbed else None)
+    return _spike_evidence(v, episodes, med, "recent", recover, isolated_max_count, isolated_window_steps)
 
 
-def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_value, ema_span_steps, isolated_max_count,
-                 recover_points, recover_ratio) -> Evidence | None:
-    """A point exceeds `ratio_vs_ema` × the EMA of the points before it and `min_value` (seed 002).
-    At most `isolated_max_count` spikes, each followed by `recover_points` points whose median is back
-    under `recover_ratio` × the EMA, are spikes the run absorbed: a warning, not a failure."""
+def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_jump_sd, ema_span_steps, isolated_max_count,
+                 isolated_window_steps, recover_steps, recover_ratio,
+                 min_level_of_median) -> Evidence | NotJudged | None:
+    """A point exceeds `ratio_vs_ema` x the EMA of the points before it (seed 002) and stands `min_jump_sd`
+    robust noise sds above it.  Seed 002's second condition, an absolute 5.0, is an example for one
+    model size and would hide a small model's 0.3 -> 4.5; the noise test takes its place.  The EMA is floored at
+    `min_level_of_median` x the run's median, so a step back to normal after steps of zero gradient
+    (every group equal) is not a spike.  At most `isolated_max_count` spikes, each followed by points
+    whose median is back under `recover_ratio` x the EMA within `recover_steps`, only warn."""
     v = values.finite()
-    if len(v.values) < 3:
-        return None
-    ema = st.ema_before(v.values, ema_span_steps)
-    spike = (v.values > ratio_vs_ema * ema) & (v.values > min_value) & np.isfinite(ema)
+    if len(v.values) <= 10:
+        return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
+    span = v.points_for(ema_span_steps, 2)
+    recover = v.points_for(recover_steps, 2)
+    ema = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(np.median(v.values)))
+    noise = max(st.noise_sd(v.values), 1e-12)
+    spike = (v.values > ratio_vs_ema * ema) & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema)
     if not spike.any():
         return None
     idx = np.flatnonzero(spike)
-    i = int(idx[0])
-    episodes = _recovered(v.values, idx, recover_points, recover_ratio * ema)
-    absorbed = all(back for _, _, back in episodes) and len(episodes) <= isolated_max_count
-    return Evidence(int(v.steps[i]), int(v.steps[idx[-1]]), {
-        "signal": v.signal, "key": v.key, "value": float(v.values[i]), "ema": float(ema[i]),
-        "ratio": float(v.values[i] / ema[i]) if ema[i] > 0 else math.inf, "count": len(episodes),
-        "absorbed": f"absorbed: back to its level within {int(recover_points)} points" if absorbed
-        else "not absorbed"},
-        severity="warn" if absorbed else None)
-
-
-CHAIN = ("reward", "logprob_delta", "loss", "grad_norm")   # seed 002's finite-status chain, in order
-
-
-def first_nonfinite(**curves: Curve | None) -> Evidence | None:
-    """The first step at which any curve holds NaN or Inf, and which one turned first (ties follow
-    the reward → logprob → loss → grad-norm chain)."""
-    firsts: dict[str, tuple[int, float, str, int]] = {}
-    for curve in curves.values():
-        if curve is None:
-            continue
-        bad = ~np.isfinite(curve.values)
-        if bad.any():
-            i = int(np.argmax(bad))
-            firsts[curve.signal] = (int(curve.steps[i]), float(curve.values[i]), curve.key,
-                                    int(bad.sum()))
-    if not firsts:
-        return None
-    order = sorted(firsts, key=lambda s: (firsts[s][0], CHAIN.index(s) if s in CHAIN else len(CHAIN)))
-    first = order[0]
-    step, value, key, count = firsts[first]
-    then = ", ".join(f"{s} at {firsts[s][0]}" for s in order[1:]) or "no other signal"
-    return Evidence(step, max(v[0] for v in firsts.values()), {
-        "signal": first, "key": key, "step": step, "kind": "NaN" if math.isnan(value) else "Inf",
-        "count": count, "then": then,
-        "first_steps": {s: firsts[s][0] for s in order}})
+    episodes = _recovered(v.values, idx, recover, recover_ratio * ema)
+    return _spike_evidence(v, episodes, ema, "ema", recover, isolated_max_count, isolated_window_steps)
 
 
 def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_ratio, baseline_frac,
-                              min_lead_steps, ratio_vs_ema, min_value, ema_span_steps) -> Evidence | None:
+                              min_lead_steps, ratio_vs_ema, min_jump_sd, ema_span_steps,
+                              min_level_of_median) -> Evidence | NotJudged | None:
     """Before the first non-finite value or spike, the curve climbed steadily above its baseline;
     the evidence says how many steps ahead the climb showed (the precursor lead)."""
     event = None
@@ -146,18 +143,21 @@ def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_
             step = int(curve.steps[np.argmax(~np.isfinite(curve.values))])
             event = step if event is None else min(event, step)
     v = values.finite()
+    if len(v.values) <= 10:
+        return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed")
     if event is None:
-        spike = spike_vs_ema(v, ratio_vs_ema=ratio_vs_ema, min_value=min_value,
-                             ema_span_steps=ema_span_steps, isolated_max_count=0, recover_points=1,
-                             recover_ratio=1.0)
-        event = spike.start_step if spike else None
+        spike = spike_vs_ema(v, ratio_vs_ema=ratio_vs_ema, min_jump_sd=min_jump_sd,
+                             ema_span_steps=ema_span_steps, isolated_max_count=0, isolated_window_steps=0,
+                             recover_steps=1, recover_ratio=1.0, min_level_of_median=min_level_of_median)
+        event = spike.start_step if isinstance(spike, Evidence) else None
     if event is None:
         return None
     before = v.steps < event
     steps, vals = v.steps[before], v.values[before]
     if len(vals) < 10:
-        return None
-    baseline = st.edge_level(vals, baseline_frac, min_points=5)
+        return NotJudged(f"{v.signal} has {len(vals)} points before the event at step {event}; 10 are needed "
+                         "to see a climb")
+    baseline = st.edge_level_by_steps(steps, vals, baseline_frac, min_points=5)
     smooth = st.rolling_median(vals, 5)
     above = smooth >= rise_ratio * max(baseline, 1e-12)
     if not above[-1]:

@@ -1,78 +1,107 @@
-"""Trend detectors: a curve rising while others stay flat, a fraction staying high, a level staying high."""
+"""Layer-1 trend detectors: a curve rising while the checks that should follow it stay flat, a fraction
+staying high, a truncation fraction climbing with the reward.
+
+Units: a rising curve is measured against its own noise (a reward on any scale or offset gives the same
+answer), and an eval's movement against its own level and noise (an eval in percent, on 0-1 or scored
+1-10 by a judge gives the same answer).  Nothing compares one curve's raw units with another's.
+"""
 
 from __future__ import annotations
 
-import math
+import re
 
 import numpy as np
 
 from .. import _stats as st
-from ._base import Curve, Evidence, _change_se, _eval_summary, _level_change, _ols_slope, _smooth_window
+from ._base import Curve, Evidence, NotJudged, _change_se, _eval_summary, _level_change, _ols_slope, _smooth_window
+
+_CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
+                          re.IGNORECASE)
 
 
-def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd, max_flat_gain_frac,
-                     max_flat_upper_frac, flat_se, edge_frac, min_flat_points,
-                     min_covered_frac) -> Evidence | None:
+def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd, max_flat_gain_rel,
+                     max_flat_upper_rel, flat_se, edge_frac, min_flat_points,
+                     min_covered_frac) -> Evidence | NotJudged | None:
     """`rising` climbs clearly to its peak while the `flat` curves do not follow it.
 
-    Each flat curve (an eval) is regressed on the rising curve's level at the eval's own steps; the
-    slope is the eval's gain per unit of rise.  It tracks the rise if that gain is above
-    `max_flat_gain_frac` and `flat_se` standard errors clear of 0 (then nothing fires); it is flat if
-    it is below and, `flat_se` standard errors higher, still below `max_flat_upper_frac`; otherwise it
-    is too noisy to tell, and so is an eval whose points see under `min_covered_frac` of the rise
-    (first logged after the reward already rose).  Evals are read over the rise and the plateau after
-    it (reward within 20% of the rise of its peak).  The rule fires when at least one eval is flat."""
+    The rise is measured in the rising curve's own noise sds.  Each flat curve (an eval) is regressed on
+    the rising curve's level at the eval's own steps, that level scaled 0 (start) to 1 (peak): the slope
+    is the eval's change over the whole rise, read against the eval's own level.  It tracks the rise if
+    that change is above `max_flat_gain_rel` of its level and `flat_se` standard errors clear of 0 (then
+    nothing fires); it is flat if it is below and, `flat_se` standard errors higher, still under
+    `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is an eval whose points see under
+    `min_covered_frac` of the rise.  Evals are read over the rise and the plateau after it (the curve
+    within 20% of the rise of its peak).  Fires when an eval is flat; not judged when the rise happened
+    but no eval could be read."""
     r = rising.finite()
     if len(r.steps) < 10 or r.span < min_steps:
-        return None
+        return NotJudged(f"{r.signal} covers {r.span} steps in {len(r.steps)} points; a rise is judged over "
+                         f">= {min_steps:g} steps and 10 points")
     smooth = st.rolling_median(r.values, _smooth_window(len(r.values)))
-    start_level = st.edge_level(r.values, edge_frac)
+    start_level = st.edge_level_by_steps(r.steps, r.values, edge_frac)
     peak = int(np.argmax(smooth))
     rise = float(smooth[peak] - start_level)
-    noise = max(st.noise_sd(r.values), 1e-12)
+    noise = max(st.noise_sd(r.values), 1e-12 * max(abs(start_level), 1.0))
     if rise <= 0 or rise < min_rise_sd * noise or r.steps[peak] - r.steps[0] < min_steps:
         return None
-    # evals are read over the rise and the plateau after it, while the reward stays within 20% of its peak
     high = np.flatnonzero(smooth[peak:] >= start_level + 0.8 * rise)
     last = peak + int(high[-1]) if len(high) else peak
     window = (float(r.steps[0]), float(r.steps[last]))
     changes: dict[str, float] = {}
+    unread: list[str] = []
     for curve in flat:
-        c = curve.finite()
-        keep = (c.steps >= window[0]) & (c.steps <= window[1])
-        if keep.sum() < min_flat_points:
-            continue
-        # regress the eval on the reward level at its own steps: the slope is the eval's gain per unit
-        # of reward gain, whatever the shape of the rise (early saturation, late climb)
-        level = np.interp(c.steps[keep], r.steps, smooth)
-        if float(level.max() - level.min()) < min_covered_frac * rise:
-            continue                       # this eval saw too little of the rise to say anything
-        gain, gain_se = _ols_slope(level, c.values[keep])
-        if gain > max_flat_gain_frac and gain - flat_se * gain_se > 0:
-            return None                    # this eval tracks the reward: the rise is real learning
-        if gain > max_flat_gain_frac or gain + flat_se * gain_se > max_flat_upper_frac:
-            continue                       # too noisy to call flat: a few se up, it could be tracking
-        changes[c.signal] = gain * rise
+        verdict = _eval_against_rise(curve, r, smooth, start_level, rise, window, min_flat_points,
+                                     min_covered_frac, max_flat_gain_rel, max_flat_upper_rel, flat_se)
+        if verdict == "tracks":
+            return None
+        if isinstance(verdict, str):
+            unread.append(verdict)
+        else:
+            changes[curve.signal] = verdict
     if not changes:
-        return None
+        return NotJudged(f"{r.signal} rose {rise / noise:.0f} noise sds by step {int(r.steps[peak])}, but no "
+                         "independent check could be read against it: " + "; ".join(unread))
     onset = int(r.steps[np.argmax(smooth >= start_level + 0.25 * rise)])
     return Evidence(onset, int(r.steps[peak]), {
         "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": float(smooth[peak]),
-        "rise": rise, "rise_sd": rise / noise, "eval_changes": changes,
-        "evals": _eval_summary(changes)})
+        "rise": rise, "rise_sd": rise / noise, "eval_changes": changes, "evals": _eval_summary(changes)})
+
+
+def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: float, rise: float,
+                       window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
+                       upper_rel: float, se_count: float) -> str | float:
+    """"tracks", the eval's change over the rise (flat), or why it cannot be read (a str)."""
+    c = curve.finite()
+    keep = (c.steps >= window[0]) & (c.steps <= window[1])
+    if keep.sum() < min_points:
+        return f"{c.signal} has {int(keep.sum())} point(s) inside the rise (needs {min_points:g})"
+    progress = (np.interp(c.steps[keep], r.steps, smooth) - start_level) / rise
+    if float(progress.max() - progress.min()) < min_covered:
+        return f"{c.signal} sees {float(progress.max() - progress.min()):.0%} of the rise (needs {min_covered:.0%})"
+    gain, gain_se = _ols_slope(progress, c.values[keep])
+    scale = max(float(np.median(np.abs(c.values[keep]))), 1e-12)
+    rel, rel_se = gain / scale, gain_se / scale
+    if rel > gain_rel and rel - se_count * rel_se > 0:
+        return "tracks"
+    if rel > gain_rel or rel + se_count * rel_se > upper_rel:
+        return f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its level)"
+    return gain
 
 
 def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, max_flat_gain_rel,
-                      min_gain_se, edge_frac, min_steps, min_flat_points) -> Evidence | None:
-    """`growing` ends at least `min_growth_ratio` × its start level while every `flat` curve stays flat.
+                      min_gain_se, edge_frac, min_steps, min_flat_points) -> Evidence | NotJudged | None:
+    """`growing` ends at least `min_growth_ratio` x its start level while every `flat` curve stays flat.
     An eval improves when it gains more than `max_flat_gain_rel` of its own level *and* more than
     `min_gain_se` standard errors of that gain (a noisy eval's wobble is not an improvement)."""
     g = growing.finite()
     if len(g.steps) < 10 or g.span < min_steps:
-        return None
-    start_level = st.edge_level(g.values, edge_frac)
-    end_level = st.edge_level(g.values, edge_frac, end=True)
-    if start_level <= 0 or end_level / start_level < min_growth_ratio:
+        return NotJudged(f"{g.signal} covers {g.span} steps in {len(g.steps)} points; growth is judged over "
+                         f">= {min_steps:g} steps and 10 points")
+    start_level = st.edge_level_by_steps(g.steps, g.values, edge_frac)
+    end_level = st.edge_level_by_steps(g.steps, g.values, edge_frac, end=True)
+    if start_level <= 0:
+        return NotJudged(f"{g.signal} starts at {start_level:.3g}; growth is read as a ratio of a positive level")
+    if end_level / start_level < min_growth_ratio:
         return None
     window = (float(g.steps[0]), float(g.steps[-1]))
     changes: dict[str, float] = {}
@@ -81,12 +110,13 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         change, points = _level_change(c, *window)
         if points < min_flat_points:
             continue
-        base = max(abs(st.edge_level(c.values, edge_frac)), 1e-12)
+        base = max(abs(st.edge_level_by_steps(c.steps, c.values, edge_frac)), 1e-12)
         if change / base > max_flat_gain_rel and change > min_gain_se * _change_se(c, *window):
             return None
         changes[c.signal] = change
     if not changes:
-        return None
+        return NotJudged(f"{g.signal} grew {end_level / start_level:.1f}x, but no eval has {min_flat_points:g} "
+                         "points to tell whether it improved")
     smooth = st.rolling_median(g.values, _smooth_window(len(g.values)))
     onset = int(g.steps[np.argmax(smooth >= start_level + 0.25 * (end_level - start_level))])
     return Evidence(onset, int(g.steps[-1]), {
@@ -95,46 +125,96 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
 
 
 def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_frac, min_stretch_steps,
-                            min_stretch_frac_of_run, high_level) -> Evidence | None:
-    """A fraction (0–1, or 0–100 read as percent) stays at or above `min_frac` for a long stretch."""
+                            min_stretch_frac_of_run, easy_level, hard_level) -> Evidence | NotJudged | None:
+    """A fraction (0-1; signals rescales percentages) stays at or above `min_frac` for a long stretch.
+
+    Whether the equal groups are all correct or all wrong is said only when the reward's range is known
+    (every value within 0-1, a success rate): at or above `easy_level` mostly all-correct, at or under
+    `hard_level` mostly all-wrong; otherwise the finding says only that rewards were equal."""
     f = fraction.finite()
-    if len(f.steps) < 5:
-        return None
-    values = f.values / 100.0 if np.nanmax(f.values) > 1.0 else f.values
-    smooth = st.rolling_median(values, 5)
     need = max(min_stretch_steps, min_stretch_frac_of_run * f.span)
+    if len(f.steps) < 5 or f.span < min_stretch_steps:
+        return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a stretch of "
+                         f"{min_stretch_steps:g} steps is needed")
+    smooth = st.rolling_median(f.values, 5)
     for a, b in st.true_runs(smooth >= min_frac):
         if f.steps[b] - f.steps[a] >= need:
-            frac = float(np.median(values[a:b + 1]))
-            kind = "groups whose rewards are all equal"
-            if level is not None:
-                lv = level.finite()
-                inside = (lv.steps >= f.steps[a]) & (lv.steps <= f.steps[b])
-                if inside.any():
-                    easy = float(np.median(lv.values[inside])) >= high_level
-                    kind = "all-correct groups: data too easy" if easy else "all-wrong groups: data too hard"
             return Evidence(int(f.steps[a]), int(f.steps[b]), {
-                "signal": f.signal, "key": f.key, "fraction": frac, "kind": kind})
+                "signal": f.signal, "key": f.key, "fraction": float(np.median(f.values[a:b + 1])),
+                "kind": _equal_group_kind(level, int(f.steps[a]), int(f.steps[b]), easy_level, hard_level)})
     return None
 
 
-def level_above(values: Curve, *, warn_above, fail_above, min_stretch_points) -> Evidence | None:
-    """The curve's running median stays above a threshold for a stretch: above `fail_above` fails,
-    between `warn_above` and `fail_above` warns."""
-    v = values.finite()
-    if len(v.values) < min_stretch_points:
+def _equal_group_kind(level: Curve | None, lo: int, hi: int, easy: float, hard: float) -> str:
+    plain = "groups whose rewards are all equal"
+    if level is None:
+        return plain
+    lv = level.finite()
+    inside = (lv.steps >= lo) & (lv.steps <= hi)
+    if not inside.any():
+        return plain
+    if lv.values.min() < 0 or lv.values.max() > 1:
+        return plain + "; the reward is not on 0-1, so not whether all correct or all wrong"
+    median = float(np.median(lv.values[inside]))
+    if median >= easy:
+        return "mostly all-correct groups: data too easy"
+    if median <= hard:
+        return "mostly all-wrong groups: data too hard"
+    return plain + " (all-correct and all-wrong mixed)"
+
+
+def component_divergence(components: list[Curve], **params) -> Evidence | NotJudged | None:
+    """A reward component climbs while a component that measures correctness (by its name: accuracy,
+    correctness, exact match, verifier, ...) stays flat or falls: the policy is being paid for form,
+    length or format, not for being right (open-r1: format 0.48 -> 0.86 while accuracy 0.16 -> 0.06)."""
+    checks = [c for c in components if is_correctness(c.signal)]
+    others = [c for c in components if not is_correctness(c.signal)]
+    if not checks or not others:
+        return NotJudged("needs a correctness component and another component; the run logs "
+                         + (", ".join(c.signal for c in components) or "none"))
+    reasons = []
+    judged = False
+    for other in others:
+        result = trend_divergence(other, checks, **params)
+        if isinstance(result, Evidence):
+            return result
+        if isinstance(result, NotJudged):
+            reasons.append(result.reason)
+        else:
+            judged = True
+    return None if judged else NotJudged("; ".join(reasons))
+
+
+def is_correctness(signal: str) -> bool:
+    """A reward component that measures being right rather than form (by its name)."""
+    return _CORRECTNESS.search(signal.split(":", 1)[-1]) is not None and not re.search(
+        r"format|length|len\b|xml|tag|style|count", signal, re.IGNORECASE)
+
+
+def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac, min_climb, min_rise_sd,
+                                edge_frac, min_steps) -> Evidence | NotJudged | None:
+    """A fraction (responses cut off at the length cap) climbs toward 1 while the reward rises: the
+    reward pays for length even though the cap keeps length from doubling."""
+    f, r = fraction.finite(), rising.finite()
+    if len(f.steps) < 10 or f.span < min_steps or len(r.steps) < 10:
+        return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a climb is judged over "
+                         f">= {min_steps:g} steps and 10 points")
+    start = st.edge_level_by_steps(f.steps, f.values, edge_frac)
+    end = st.edge_level_by_steps(f.steps, f.values, edge_frac, end=True)
+    if end < min_end_frac or end - start < min_climb:
         return None
-    smooth = st.rolling_median(np.abs(v.values), 5)
-    best = None
-    for a, b in st.true_runs(smooth > warn_above):
-        if b - a + 1 >= min_stretch_points:
-            level = float(np.median(np.abs(v.values[a:b + 1])))
-            if best is None or level > best[2]:
-                best = (a, b, level)
-    if best is None:
+    lo, hi = float(f.steps[0]), float(f.steps[-1])
+    inside = (r.steps >= lo) & (r.steps <= hi)
+    if inside.sum() < 10:
+        return NotJudged(f"{r.signal} has too few points beside {f.signal}")
+    rv = r.values[inside]
+    r_start = st.edge_level_by_steps(r.steps[inside], rv, edge_frac)
+    r_end = st.edge_level_by_steps(r.steps[inside], rv, edge_frac, end=True)
+    noise = max(st.noise_sd(rv), 1e-12 * max(abs(r_start), 1.0))
+    if (r_end - r_start) < min_rise_sd * noise:
         return None
-    a, b, level = best
-    return Evidence(int(v.steps[a]), int(v.steps[b]), {
-        "signal": v.signal, "key": v.key, "level": level, "ratio": math.exp(-level),
-        "off_pct": 100.0 * (1.0 - math.exp(-level)), "threshold": fail_above if level > fail_above
-        else warn_above}, severity=None if level > fail_above else "warn")
+    smooth = st.rolling_median(f.values, _smooth_window(len(f.values)))
+    onset = int(f.steps[np.argmax(smooth >= start + 0.25 * (end - start))])
+    return Evidence(onset, int(f.steps[-1]), {
+        "signal": f.signal, "key": f.key, "frac_start": start, "frac_end": end, "reward_key": r.key,
+        "reward_start": r_start, "reward_end": r_end, "reward_rise_sd": (r_end - r_start) / noise})

@@ -65,6 +65,6 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
         for r in diag.layers:
             if r.status is Status.UNKNOWN:
                 lines.append(command("notice", f"{diag.run}: layer {r.layer} ({LAYER_NAMES[r.layer]}) not "
-                                     f"judged; start logging {', '.join(r.missing_signals)}",
+                                     f"judged ({r.unknown_reason}): {r.not_judged_text()}",
                                      file=file, title=f"stabdiag layer {r.layer} not judged"))
     return "\n".join(lines) + ("\n" if lines else "")

@@ -35,7 +35,7 @@ def _failure_text(diag: Diagnosis, f: Finding) -> str:
     return "\n".join(lines)
 
 
-def _suite(diag: Diagnosis, rules, fail_on: str) -> ET.Element:
+def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool) -> ET.Element:
     suite = ET.Element("testsuite", name=diag.run)
     found = {f.rule: f for f in diag.findings}
     missing = {u.rule: u for u in diag.unknown}
@@ -45,8 +45,8 @@ def _suite(diag: Diagnosis, rules, fail_on: str) -> ET.Element:
         case = ET.SubElement(suite, "testcase", classname=f"{diag.run}.L{layer}", name=rule_id, time="0")
         counts["tests"] += 1
         if rule_id in missing:
-            gap = ", ".join(missing[rule_id].missing)
-            ET.SubElement(case, "skipped", message=f"not judged: the run does not log {gap}")
+            ET.SubElement(case, "skipped", message=f"not judged ({missing[rule_id].kind}): "
+                                                   f"{missing[rule_id].describe()}")
             counts["skipped"] += 1
         elif rule_id in found:
             f = found[rule_id]
@@ -56,6 +56,14 @@ def _suite(diag: Diagnosis, rules, fail_on: str) -> ET.Element:
                 counts["failures"] += 1
             else:
                 ET.SubElement(case, "system-out").text = f"{f.severity}: " + _failure_text(diag, f)
+    if diag.verdict == "unknown":
+        # nothing judged is not a pass: the gate fails it unless told otherwise (--allow-unknown)
+        case = ET.SubElement(suite, "testcase", classname=f"{diag.run}.run", name="judged", time="0")
+        counts["tests"] += 1
+        if not allow_unknown:
+            ET.SubElement(case, "failure", message="no layer could be judged", type="unknown").text = "\n".join(
+                f"layer {r.layer}: {r.unknown_reason}: {r.not_judged_text()}" for r in diag.layers)
+            counts["failures"] += 1
     for key, value in counts.items():
         suite.set(key, str(value))
     suite.set("errors", "0")
@@ -71,13 +79,14 @@ def _suite(diag: Diagnosis, rules, fail_on: str) -> ET.Element:
     return suite
 
 
-def render(diagnoses: list[Diagnosis], *, fail_on: str = "fail", rules=None, **options) -> str:
+def render(diagnoses: list[Diagnosis], *, fail_on: str = "fail", rules=None, allow_unknown: bool = False,
+           **options) -> str:
     """JUnit XML for the runs; `rules` are the selected rules (passing ones become passing testcases;
     without it only the rules that fired or could not run are listed)."""
     root = ET.Element("testsuites", name="stabdiag")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for diag in diagnoses:
-        suite = _suite(diag, rules, fail_on)
+        suite = _suite(diag, rules, fail_on, allow_unknown)
         root.append(suite)
         for key in totals:
             totals[key] += int(suite.get(key, "0"))

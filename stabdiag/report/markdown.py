@@ -28,7 +28,9 @@ def _root(diag: Diagnosis) -> str:
 def _evidence(diag: Diagnosis, layer: int) -> str:
     result = diag.layers[layer - 1]
     if result.status is Status.UNKNOWN:
-        return "not judged: start logging " + ", ".join(f"`{s}`" for s in result.missing_signals)
+        if result.unknown_reason == "missing signal":
+            return "not judged: start logging " + ", ".join(f"`{s}`" for s in result.missing_signals)
+        return "not judged: " + cell(result.not_judged_text())
     parts = []
     for f in result.findings:
         tag = " (downstream)" if f.downstream else ""
@@ -72,10 +74,9 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
                 for f in downstream]
         out.append("")
     if diag.unknown:
-        out.append("<details><summary>Not judged: rules whose signals the run does not log</summary>")
+        out.append("<details><summary>Not judged: rules that lack a signal or enough data</summary>")
         out.append("")
-        out += [f"- `{u.rule}` (layer {u.layer}): log {', '.join(f'`{m}`' for m in u.missing)}"
-                for u in diag.unknown]
+        out += [f"- `{u.rule}` (layer {u.layer}, {u.kind}): {cell(u.describe())}" for u in diag.unknown]
         out += ["", "</details>", ""]
     out += [f"> note: {n}" for n in diag.notes]
     if diag.notes:

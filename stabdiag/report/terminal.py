@@ -20,7 +20,7 @@ _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim
 def _layer_evidence(diag: Diagnosis, layer: int) -> str:
     result = diag.layers[layer - 1]
     if result.status is Status.UNKNOWN:
-        return "not judged: start logging " + ", ".join(result.missing_signals)
+        return "not judged: " + result.not_judged_text()
     if not result.findings:
         return ""
     worst = sorted(result.findings, key=lambda f: f.severity != "fail")[0]
@@ -35,6 +35,8 @@ def _verdict_line(diag: Diagnosis) -> Text:
     text.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
     if diag.root_layer is not None:
         text.append(f"  root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})")
+    elif diag.verdict == "unknown":
+        text.append("  nothing could be judged")
     else:
         text.append("  no layer failed")
     if diag.steps:
@@ -130,9 +132,9 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> No
                          for f in downstream])
     unknown_layers = [r for r in diag.layers if r.status is Status.UNKNOWN]
     if unknown_layers:
-        console.print(Text("Not judged - log one of these signals to cover the layer:", style="bold"))
-        _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) " + ", ".join(r.missing_signals))
-                         for r in unknown_layers])
+        console.print(Text("Not judged - what each layer lacks:", style="bold"))
+        _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) {r.unknown_reason}: "
+                          + r.not_judged_text()) for r in unknown_layers])
     for note in diag.notes:
         console.print(Text(f"note: {note}", style="dim"))
 
@@ -149,8 +151,8 @@ def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool 
             console.print()
         _print_run(console, diag, sparklines)
     if len(diagnoses) > 1:
-        counts = {v: sum(d.verdict == v for d in diagnoses) for v in ("pass", "warn", "fail")}
+        counts = {v: sum(d.verdict == v for d in diagnoses) for v in ("pass", "warn", "fail", "unknown")}
         console.print()
         console.print(f"{len(diagnoses)} runs: {counts['pass']} pass, {counts['warn']} warn, "
-                      f"{counts['fail']} fail")
+                      f"{counts['fail']} fail" + (f", {counts['unknown']} unknown" if counts["unknown"] else ""))
     return buffer.getvalue()

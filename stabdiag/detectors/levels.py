@@ -1,0 +1,66 @@
+"""Level detectors: a signal whose level is a quantity with a meaning of its own (nats of logprob
+drift, a policy version lag, an importance ratio), judged against absolute thresholds with sources.
+A catastrophic value is a finding even on one point; a level needs a few points to be judged."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _stats as st
+from ._base import Curve, Evidence, NotJudged
+
+
+def level_above(values: Curve, *, warn_above, fail_above, min_stretch_steps,
+                catastrophic_above) -> Evidence | NotJudged | None:
+    """The curve's running median stays above a threshold for a stretch: above `fail_above` fails,
+    between `warn_above` and `fail_above` warns.  One point above `catastrophic_above` fails alone."""
+    return _level(values, np.abs(values.finite().values), warn_above, fail_above, min_stretch_steps,
+                  catastrophic_above)
+
+
+def log_ratio_off(values: Curve, *, warn_above, fail_above, min_stretch_steps,
+                  catastrophic_above) -> Evidence | NotJudged | None:
+    """An importance ratio that should sit at 1 is off by |log ratio| above the thresholds: a mean
+    ratio of 2 or 0.5 is |log| 0.69 either way."""
+    v = values.finite()
+    with np.errstate(divide="ignore"):
+        off = np.abs(np.log(np.where(v.values > 0, v.values, np.nan)))
+    off = np.where(np.isfinite(off), off, math.inf)          # a ratio <= 0 is as far off as it gets
+    return _level(values, off, warn_above, fail_above, min_stretch_steps, catastrophic_above)
+
+
+def _level(values: Curve, level: np.ndarray, warn_above: float, fail_above: float, min_stretch_steps: float,
+           catastrophic_above: float) -> Evidence | NotJudged | None:
+    v = values.finite()
+    if len(level) and float(np.max(level)) > catastrophic_above:
+        i = int(np.argmax(level))
+        return _evidence(v, i, i, float(level[i]), fail_above, catastrophic=True, value=float(v.values[i]))
+    need = v.points_for(min_stretch_steps, 2)
+    if len(level) < need:
+        alone = f" (one value above {catastrophic_above:g} would count alone)" if math.isfinite(catastrophic_above) \
+            else ""
+        return NotJudged(f"{v.signal} has {len(level)} point(s); a level is judged on {need}{alone}")
+    smooth = st.rolling_median(level, min(5, need) | 1)
+    best = None
+    for a, b in st.true_runs(smooth > warn_above):
+        if b - a + 1 >= need:
+            median = float(np.median(level[a:b + 1]))
+            if best is None or median > best[2]:
+                best = (a, b, median)
+    if best is None:
+        return None
+    a, b, median = best
+    return _evidence(v, a, b, median, fail_above if median > fail_above else warn_above,
+                     severity=None if median > fail_above else "warn", value=float(np.median(v.values[a:b + 1])))
+
+
+def _evidence(v: Curve, a: int, b: int, level: float, threshold: float, *, value: float,
+              catastrophic: bool = False, severity: str | None = None) -> Evidence:
+    return Evidence(int(v.steps[a]), int(v.steps[b]), {
+        "signal": v.signal, "key": v.key, "level": level, "value": value,
+        "ratio": math.exp(-level) if level < 700 else 0.0,
+        "off_pct": 100.0 * (1.0 - math.exp(-level)) if level < 700 else 100.0, "threshold": threshold,
+        "points": int(b - a + 1), "catastrophic": "one value is enough" if catastrophic else ""},
+        severity=severity)

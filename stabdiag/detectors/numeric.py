@@ -1,0 +1,139 @@
+"""Numeric-update detectors that read levels, not spikes: the first NaN/Inf (and whether the run came
+back from it), updates frozen at an exact value, a loss that climbs far above where it started and
+stays, and a blow-up in the part of a resumed run that was rolled back."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _stats as st
+from ._base import Curve, Evidence, NotJudged, _smooth_window
+
+CHAIN = ("reward", "logprob_delta", "loss", "grad_norm")   # seed 002's finite-status chain, in order
+_UPDATE_SIGNALS = ("loss", "grad_norm")                       # what a layer-3 "finite" verdict rests on
+_MIN_CLEAN_POINTS = 10
+
+
+def first_nonfinite(**curves: Curve | None) -> Evidence | NotJudged | None:
+    """The first step at which any curve holds NaN or Inf, and which one turned first (ties follow
+    the reward -> logprob -> loss -> grad-norm chain).  Non-finite values the run came back from (a
+    loss-scale overflow, a skipped step) only warn; one it does not come back from fails.  A clean
+    answer needs the loss or the grad norm: finite rewards say nothing about the update."""
+    firsts: dict[str, tuple[int, float, str, int, bool]] = {}
+    for curve in curves.values():
+        if curve is None:
+            continue
+        bad = ~np.isfinite(curve.values)
+        if bad.any():
+            i = int(np.argmax(bad))
+            persistent = st.persistent_nonfinite_index(curve.values) is not None
+            firsts[curve.signal] = (int(curve.steps[i]), float(curve.values[i]), curve.key, int(bad.sum()),
+                                    persistent)
+    if not firsts:
+        update = [c for name in _UPDATE_SIGNALS if (c := curves.get(name)) is not None]
+        if not update:
+            return NotJudged("no loss or grad norm logged: finite rewards say nothing about the update")
+        if max(len(c.values) for c in update) < _MIN_CLEAN_POINTS:
+            return NotJudged(f"{max(len(c.values) for c in update)} logged update point(s); "
+                             f"{_MIN_CLEAN_POINTS} finite ones are needed to call the update finite")
+        return None
+    order = sorted(firsts, key=lambda s: (firsts[s][0], CHAIN.index(s) if s in CHAIN else len(CHAIN)))
+    first = order[0]
+    step, value, key, count, _ = firsts[first]
+    then = ", ".join(f"{s} at {firsts[s][0]}" for s in order[1:]) or "no other signal"
+    persistent = any(v[4] for v in firsts.values())
+    return Evidence(step, max(v[0] for v in firsts.values()), {
+        "signal": first, "key": key, "step": step, "kind": "NaN" if math.isnan(value) else "Inf",
+        "count": count, "then": then, "first_steps": {s: firsts[s][0] for s in order},
+        "recovered": "did not recover" if persistent else "the run came back: finite again right after"},
+        severity=None if persistent else "warn")
+
+
+def frozen_values(grad_norm: Curve | None = None, loss: Curve | None = None, lr: Curve | None = None, *,
+                  min_frozen_steps, min_frozen_frac_of_run, min_points) -> Evidence | NotJudged | None:
+    """The update stopped: the grad norm sits at exactly one value (0, or a constant) for a long
+    stretch, or with no grad norm logged the loss does (a nonzero constant: a policy-gradient loss of
+    exactly 0 is normal).  A stretch where the logged learning rate is 0 is a pause on purpose."""
+    target = grad_norm if grad_norm is not None else loss
+    if target is None:
+        return NotJudged("needs grad_norm or loss")
+    v = target.finite()
+    if len(v.values) < min_points:
+        return NotJudged(f"{v.signal} has {len(v.values)} points; {min_points:g} are needed")
+    need = max(min_frozen_steps, min_frozen_frac_of_run * v.span)
+    same = np.concatenate([[False], np.diff(v.values) == 0])
+    for a, b in st.true_runs(same):
+        a -= 1                                     # the run of equal values starts one point earlier
+        if b - a + 1 < min_points or v.steps[b] - v.steps[a] < need:
+            continue
+        value = float(v.values[a])
+        if target is loss and value == 0.0:
+            continue
+        if lr is not None and _lr_is_zero(lr, int(v.steps[a]), int(v.steps[b])):
+            continue
+        return Evidence(int(v.steps[a]), int(v.steps[b]), {
+            "signal": v.signal, "key": v.key, "value": value, "points": int(b - a + 1),
+            "steps": int(v.steps[b] - v.steps[a])})
+    return None
+
+
+def _lr_is_zero(lr: Curve, lo: int, hi: int) -> bool:
+    inside = (lr.steps >= lo) & (lr.steps <= hi) & np.isfinite(lr.values)
+    return bool(inside.any()) and float(np.median(np.abs(lr.values[inside]))) == 0.0
+
+
+def sustained_rise_over_early(values: Curve, *, min_ratio, early_frac, min_stretch_steps,
+                              min_stretch_frac_of_run, min_level_sd) -> Evidence | NotJudged | None:
+    """The curve climbs to `min_ratio` x its early level and stays there: a loss that diverged without
+    a NaN (SFT at too high a learning rate: 4.0 -> 546 in 10 steps, 50-150x its start for 25+ steps).
+    Read only on a clearly positive level (a cross-entropy loss, `min_level_sd` noise sds above 0); a
+    policy-gradient loss hovering at 0 has no level to multiply."""
+    v = values.finite()
+    if len(v.values) < 10:
+        return NotJudged(f"{v.signal} has {len(v.values)} finite points; 10 are needed")
+    early = st.edge_level_by_steps(v.steps, v.values, early_frac)
+    head = v.values[v.steps <= v.steps[0] + max(early_frac, 0.2) * v.span]
+    noise = st.noise_sd(head if len(head) >= 5 else v.values[:5])
+    if early <= min_level_sd * max(noise, 1e-12 * abs(early)):
+        return NotJudged(f"{v.signal} hovers around 0 ({early:.3g}): a policy-gradient loss has no level "
+                         "to compare a divergence with; the grad norm rules read it")
+    smooth = st.rolling_median(v.values, _smooth_window(len(v.values)))
+    need = max(min_stretch_steps, min_stretch_frac_of_run * v.span)
+    for a, b in st.true_runs(smooth >= min_ratio * early):
+        ends = b == len(v.values) - 1
+        if v.steps[b] - v.steps[a] >= need or (ends and v.steps[b] - v.steps[a] >= min_stretch_steps):
+            peak = float(np.max(v.values[a:b + 1]))
+            return Evidence(int(v.steps[a]), int(v.steps[b]), {
+                "signal": v.signal, "key": v.key, "early": early, "peak": peak, "peak_ratio": peak / early,
+                "level": float(np.median(v.values[a:b + 1])), "ratio": float(np.median(v.values[a:b + 1])) / early,
+                "stretch": int(v.steps[b] - v.steps[a])})
+    return None
+
+
+def superseded_blowup(loss: Curve | None = None, grad_norm: Curve | None = None, *,
+                      min_ratio) -> Evidence | NotJudged | None:
+    """A resumed run's rolled-back segment blew up: a write that a restart replaced was NaN/Inf, or
+    `min_ratio` x the value the rerun wrote at that step.  The restart hid it; the cause is still there."""
+    present = [c for c in (loss, grad_norm) if c is not None]
+    if not present:
+        return NotJudged("needs loss or grad_norm")
+    if not any(len(c.superseded_steps) for c in present) and max(len(c.values) for c in present) < 10:
+        return NotJudged("too few points to say nothing was rolled back")
+    for curve in present:
+        if not len(curve.superseded_steps):
+            continue
+        sup_steps, sup = curve.superseded_steps, curve.superseded_values
+        at = np.searchsorted(curve.steps, sup_steps).clip(0, len(curve.steps) - 1)
+        kept = np.where(curve.steps[at] == sup_steps, curve.values[at], np.nan)
+        bad = ~np.isfinite(sup) | (np.isfinite(kept) & (kept > 0) & (sup >= min_ratio * np.abs(kept)))
+        if bad.any():
+            i = int(np.argmax(bad))
+            order = np.argsort(sup_steps, kind="stable")
+            return Evidence(int(sup_steps[i]), int(sup_steps[order][-1]), {
+                "signal": curve.signal, "key": curve.key, "step": int(sup_steps[i]),
+                "value": float(sup[i]), "kind": "NaN" if math.isnan(sup[i]) else
+                ("Inf" if not math.isfinite(sup[i]) else f"{sup[i] / abs(kept[i]):.0f}x the rerun's value"),
+                "restart": int(sup_steps.min()), "rolled_back": int(len(np.unique(sup_steps)))})
+    return None

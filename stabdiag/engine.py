@@ -24,7 +24,7 @@ from . import _stats as st
 from .detectors import CHAIN, Curve, Evidence, NotJudged
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
 from .rules import Rule, load_rules, select_rules
-from .run import Run
+from .run import Run, is_bookkeeping
 from .signals import Signals, resolve
 
 LAYERS = (1, 2, 3, 4)
@@ -118,9 +118,8 @@ def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> li
         rule = rules[f.rule]
         causes = [c for c in findings if c.rule in rule.consequence_of and c.start_step <= f.start_step]
         if causes:
-            cause = min(causes, key=lambda c: c.start_step)
-            values = {**f.evidence, "kind": "a consequence, not the data's difficulty"} if "kind" in f.evidence \
-                else f.evidence
+            cause = max(causes, key=lambda c: (SEVERITY_RANK[c.severity], -c.start_step))
+            values = {**f.evidence, "kind": "every sample of a group alike"} if "kind" in f.evidence else f.evidence
             message = _message(rule, Evidence(f.start_step, f.end_step, values))
             f = replace(f, severity="warn", explained_by=cause.rule, evidence=values,
                         message=f"{message} - a consequence of {cause.rule} (from step {cause.start_step})")
@@ -178,7 +177,8 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     root = _root(findings)
     findings = [f if root is None or f.layer <= root else replace(f, downstream=True) for f in findings]
     layers = [_layer(layer, findings, judged[layer], unknown) for layer in LAYERS]
-    all_steps = [s.steps for s in run.series.values() if len(s)]
+    all_steps = [s.steps for k, s in run.series.items() if len(s) and not is_bookkeeping(k)] or \
+        [s.steps for s in run.series.values() if len(s)]
     span = (int(min(a[0] for a in all_steps)), int(max(a[-1] for a in all_steps))) if all_steps else None
     notes = list(run.notes) + list(signals.notes)
     if run.resumed:

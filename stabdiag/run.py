@@ -76,9 +76,11 @@ class Series:
         return np.unique(self.superseded_steps[~same])
 
 
-# keys a trainer writes again at the same step as part of its bookkeeping, never a sign of a restart
+# keys a trainer writes again at the same step as part of its bookkeeping (counters, timings such as
+# TRL's "profiling/Time taken: ..." logged once per call), never a sign of a restart
 _BOOKKEEPING = re.compile(r"(^|/)(epoch|global_step|step|_step|_runtime|_timestamp|total_flos|"
-                          r"[a-z_]*runtime|[a-z_]*per_second)$")
+                          r"[a-z_]*runtime|[a-z_]*per_second|step_time)$|"
+                          r"^(profiling|timing|timing_s|timings|perf|throughput)/|time taken", re.IGNORECASE)
 
 
 def is_bookkeeping(key: str) -> bool:

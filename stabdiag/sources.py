@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .run import Run, Series
+from .run import Run, Series, is_bookkeeping
 
 _RANK = {"wandb": 0, "tensorboard": 0, "trainer_state": 1, "tabular": 1, "notebook": 2, "text": 2}
 _REL_TOL = {0: 1e-5, 1: 1e-5, 2: 2e-3}      # printed values carry about four significant digits
@@ -80,7 +80,7 @@ def merge_sources(name: str, sources: list[Source], root: str) -> Run:
         for low_rank, low_group in layers[1:]:
             lower = _joined(key, [s for s in low_group if key in s.run.series], root)
             primary, differ, added = _fill(primary, lower, _REL_TOL[max(rank, low_rank)])
-            if differ:
+            if differ and not is_bookkeeping(key):
                 disagreements.setdefault((lower.source, primary.source.split(" (+")[0]), []).append(
                     f"{key} at step {differ[0][0]}: {differ[0][1]:.6g} vs {differ[0][2]:.6g}"
                     + (f" (+{len(differ) - 1} more)" if len(differ) > 1 else ""))
@@ -93,7 +93,20 @@ def merge_sources(name: str, sources: list[Source], root: str) -> Run:
     for lower, added in fills.items():
         notes.append(f"{lower} adds steps the other files lack to {len(added)} key(s) "
                      f"({', '.join(added[:4])}{', ...' if len(added) > 4 else ''})")
+    notes.extend(_restart_notes(sources, root))
     return _run(name, sources, series, notes)
+
+
+def _restart_notes(sources: list[Source], root: str) -> list[str]:
+    """Several writers of one kind in one run (two TensorBoard folders, two W&B runs) mean the training
+    was started again in the same output dir, whether or not it wrote a step twice."""
+    notes = []
+    for kind, label in (("tensorboard", "TensorBoard folders"), ("wandb", "W&B runs")):
+        parts = sorted((s for s in sources if s.kind == kind), key=_write_order)
+        if len(parts) > 1:
+            notes.append(f"restarted: {len(parts)} {label} in this run ({', '.join(p.label(root) for p in parts)}), "
+                         "joined in the order they were written")
+    return notes
 
 
 def _run(name: str, sources: list[Source], series: dict[str, Series], notes: list[str]) -> Run:
@@ -157,7 +170,8 @@ def _align(src: Source, exact: dict[str, Series], root: str) -> tuple[Source, st
     shared = [k for k, s in src.run.series.items() if k in exact and len(s) >= 3]
     if not shared:
         return src, f"{label}: its steps were inferred and no other file shares a key to check them against"
-    key = max(shared, key=lambda k: len(src.run.series[k]))
+    # the key with the most distinct values: a constant (a clip ratio of 0) matches anything
+    key = max(shared, key=lambda k: (len(np.unique(src.run.series[k].values)), len(src.run.series[k])))
     printed, truth = src.run.series[key], exact[key]
     pairs = _match_in_order(printed.values, truth.values)
     if len(pairs) < max(3, len(printed) // 2):

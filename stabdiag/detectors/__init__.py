@@ -159,10 +159,9 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                    f"steps and >= {p['min_frozen_frac_of_run']:.0%} of the run while the learning rate is not 0")),
     DetectorSpec("sustained_rise_over_early", sustained_rise_over_early, (
         _p("min_ratio", 3.0, 1.2, 100, "level over the early level that counts as diverged"),
-        _p("early_frac", 0.05, 0.01, 0.5, "fraction of the step span that sets the early level"),
         _p("min_stretch_steps", 20, 2, 1e6, "shortest diverged stretch, in steps"),
         _p("min_stretch_frac_of_run", 0.1, 0, 1, "shortest diverged stretch, as a fraction of the run"),
-        _p("min_level_sd", 10.0, 1, 1e3, "the early level must sit this many noise sds above 0")),
+        _p("min_level_sd", 10.0, 1, 1e3, "in an RL run, the early level must sit this many noise sds above 0")),
         lambda p: (f"the running median stays >= {p['min_ratio']:g}x the early level for >= "
                    f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run")),
     DetectorSpec("superseded_blowup", superseded_blowup, (

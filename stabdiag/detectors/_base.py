@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _stats as st
 
+MIN_CLEAN_POINTS = 10     # a finding may rest on fewer points; "judged and clean" needs at least this many
 _NO_STEPS = np.empty(0, np.int64)
 _NO_VALUES = np.empty(0, np.float64)
 

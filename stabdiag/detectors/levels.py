@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import _stats as st
-from ._base import Curve, Evidence, NotJudged
+from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 
 def level_above(values: Curve, *, warn_above, fail_above, min_stretch_steps,
@@ -38,10 +38,11 @@ def _level(values: Curve, level: np.ndarray, warn_above: float, fail_above: floa
         i = int(np.argmax(level))
         return _evidence(v, i, i, float(level[i]), fail_above, catastrophic=True, value=float(v.values[i]))
     need = v.points_for(min_stretch_steps, 2)
-    if len(level) < need:
+    if len(level) < max(need, MIN_CLEAN_POINTS):
         alone = f" (one value above {catastrophic_above:g} would count alone)" if math.isfinite(catastrophic_above) \
             else ""
-        return NotJudged(f"{v.signal} has {len(level)} point(s); a level is judged on {need}{alone}")
+        return NotJudged(f"{v.signal} has {len(level)} point(s); a level is judged on "
+                         f"{max(need, MIN_CLEAN_POINTS)}{alone}")
     smooth = st.rolling_median(level, min(5, need) | 1)
     best = None
     for a, b in st.true_runs(smooth > warn_above):

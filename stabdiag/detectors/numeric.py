@@ -9,11 +9,10 @@ import math
 import numpy as np
 
 from .. import _stats as st
-from ._base import Curve, Evidence, NotJudged, _smooth_window
+from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged, _smooth_window
 
 CHAIN = ("reward", "logprob_delta", "loss", "grad_norm")   # seed 002's finite-status chain, in order
 _UPDATE_SIGNALS = ("loss", "grad_norm")                       # what a layer-3 "finite" verdict rests on
-_MIN_CLEAN_POINTS = 10
 
 
 def first_nonfinite(**curves: Curve | None) -> Evidence | NotJudged | None:
@@ -35,9 +34,9 @@ def first_nonfinite(**curves: Curve | None) -> Evidence | NotJudged | None:
         update = [c for name in _UPDATE_SIGNALS if (c := curves.get(name)) is not None]
         if not update:
             return NotJudged("no loss or grad norm logged: finite rewards say nothing about the update")
-        if max(len(c.values) for c in update) < _MIN_CLEAN_POINTS:
+        if max(len(c.values) for c in update) < MIN_CLEAN_POINTS:
             return NotJudged(f"{max(len(c.values) for c in update)} logged update point(s); "
-                             f"{_MIN_CLEAN_POINTS} finite ones are needed to call the update finite")
+                             f"{MIN_CLEAN_POINTS} finite ones are needed to call the update finite")
         return None
     order = sorted(firsts, key=lambda s: (firsts[s][0], CHAIN.index(s) if s in CHAIN else len(CHAIN)))
     first = order[0]
@@ -76,6 +75,9 @@ def frozen_values(grad_norm: Curve | None = None, loss: Curve | None = None, lr:
         return Evidence(int(v.steps[a]), int(v.steps[b]), {
             "signal": v.signal, "key": v.key, "value": value, "points": int(b - a + 1),
             "steps": int(v.steps[b] - v.steps[a])})
+    if len(v.values) < MIN_CLEAN_POINTS:
+        return NotJudged(f"{v.signal} has {len(v.values)} points; {MIN_CLEAN_POINTS} are needed to call the "
+                         "update live")
     return None
 
 
@@ -84,22 +86,22 @@ def _lr_is_zero(lr: Curve, lo: int, hi: int) -> bool:
     return bool(inside.any()) and float(np.median(np.abs(lr.values[inside]))) == 0.0
 
 
-def sustained_rise_over_early(values: Curve, *, min_ratio, early_frac, min_stretch_steps,
+def sustained_rise_over_early(values: Curve, reward: Curve | None = None, *, min_ratio, min_stretch_steps,
                               min_stretch_frac_of_run, min_level_sd) -> Evidence | NotJudged | None:
     """The curve climbs to `min_ratio` x its early level and stays there: a loss that diverged without
     a NaN (SFT at too high a learning rate: 4.0 -> 546 in 10 steps, 50-150x its start for 25+ steps).
-    Read only on a clearly positive level (a cross-entropy loss, `min_level_sd` noise sds above 0); a
+    The early level is the lowest of the first three points, so a divergence inside them does not
+    become the baseline.  Without a reward the loss is a cross-entropy; in an RL run (a `reward` is
+    logged) it is read only when its early level sits `min_level_sd` noise sds above 0: a
     policy-gradient loss hovering at 0 has no level to multiply."""
     v = values.finite()
-    if len(v.values) < 10:
-        return NotJudged(f"{v.signal} has {len(v.values)} finite points; 10 are needed")
-    early = st.edge_level_by_steps(v.steps, v.values, early_frac)
-    head = v.values[v.steps <= v.steps[0] + max(early_frac, 0.2) * v.span]
-    noise = st.noise_sd(head if len(head) >= 5 else v.values[:5])
-    if early <= min_level_sd * max(noise, 1e-12 * abs(early)):
+    if len(v.values) < MIN_CLEAN_POINTS:
+        return NotJudged(f"{v.signal} has {len(v.values)} finite points; {MIN_CLEAN_POINTS} are needed")
+    early = float(np.min(v.values[:3]))
+    if early <= 0 or (reward is not None and early <= min_level_sd * max(st.noise_sd(v.values), 1e-12 * early)):
         return NotJudged(f"{v.signal} hovers around 0 ({early:.3g}): a policy-gradient loss has no level "
                          "to compare a divergence with; the grad norm rules read it")
-    smooth = st.rolling_median(v.values, _smooth_window(len(v.values)))
+    smooth = st.rolling_median(v.values, min(_smooth_window(len(v.values)), 5))
     need = max(min_stretch_steps, min_stretch_frac_of_run * v.span)
     for a, b in st.true_runs(smooth >= min_ratio * early):
         ends = b == len(v.values) - 1
@@ -119,7 +121,7 @@ def superseded_blowup(loss: Curve | None = None, grad_norm: Curve | None = None,
     present = [c for c in (loss, grad_norm) if c is not None]
     if not present:
         return NotJudged("needs loss or grad_norm")
-    if not any(len(c.superseded_steps) for c in present) and max(len(c.values) for c in present) < 10:
+    if not any(len(c.superseded_steps) for c in present) and max(len(c.values) for c in present) < MIN_CLEAN_POINTS:
         return NotJudged("too few points to say nothing was rolled back")
     for curve in present:
         if not len(curve.superseded_steps):

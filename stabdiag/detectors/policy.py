@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _stats as st
-from ._base import Curve, Evidence, NotJudged, _smooth_window
+from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged, _smooth_window
 
 
 def _on_grid(curve: Curve, grid: np.ndarray) -> np.ndarray:
@@ -129,4 +129,7 @@ def collapse_below(values: Curve, *, collapse_frac, min_collapse_steps, min_coll
             return Evidence(int(v.steps[a]), int(v.steps[b]), {
                 "signal": v.signal, "key": v.key, "initial": start, "level": float(np.median(v.values[a:b + 1])),
                 "frac": float(np.median(v.values[a:b + 1])) / start, "first_step": int(v.steps[0])})
+    if len(v.steps) < MIN_CLEAN_POINTS:
+        return NotJudged(f"{v.signal} has {len(v.steps)} points: no collapse in them, but "
+                         f"{MIN_CLEAN_POINTS} are needed to call it clean")
     return None

@@ -189,7 +189,9 @@ class _Merge:
         for key, parts in self.points.items():
             before: int | None = None
             for index, (steps, _, _) in zip(self.origin[key], parts):
-                if before is not None and steps.min() <= before:
+                # a later file that writes the last step again (a final evaluate() at the end step) has
+                # not gone back; one that starts below it has
+                if before is not None and steps.min() < before:
                     _widen(back, index, int(steps[steps <= before].min()), before)
                 peak = np.maximum.accumulate(steps)
                 went_back = np.flatnonzero(steps[1:] < peak[:-1])

@@ -1,0 +1,121 @@
+"""Hypothesis properties of the rules with the parameters that SHIP (the rule files), not the
+detectors' defaults: units, offsets and cadence never change an outcome; noise never fires; NaN and
+Inf never raise; too little data is never a clean bill."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stabdiag.engine import diagnose
+from stabdiag.rules import load_rules
+from stabdiag.run import Run, Series
+
+RULES = {r.id: r for r in load_rules()}
+SPIKE_AND_FLOOR_RULES = ("L3.loss-spike", "L3.grad-norm-spike", "L2.entropy-below-floor", "L2.entropy-collapse",
+                         "L3.frozen-updates", "L3.loss-divergence")
+
+
+def outcome(run: Run, rule_id: str) -> str:
+    diag = diagnose(run, select=[rule_id])
+    if any(f.rule == rule_id for f in diag.findings):
+        return "fires"
+    return "not judged" if any(u.rule == rule_id for u in diag.unknown) else "quiet"
+
+
+def run_of(steps: np.ndarray, **series: np.ndarray) -> Run:
+    return Run("p", {k: Series.from_points(k, steps, v) for k, v in series.items()})
+
+
+def hack_run(rng, n, rise, eval_gain, every=1, offset=0):
+    """A reward rising by `rise` while an eval gains `eval_gain` of its level, logged every `every`."""
+    steps = np.arange(1, n + 1) * every + offset
+    x = np.linspace(0, 1, n)
+    reward = 0.3 + rise * np.clip(x * 1.5, 0, 1) + rng.normal(0, 0.02, n)
+    ev_idx = np.arange(0, n, max(1, n // 12))
+    evals = 0.42 * (1 + eval_gain * np.clip(x[ev_idx] * 1.5, 0, 1)) + rng.normal(0, 0.004, len(ev_idx))
+    return steps, reward, steps[ev_idx], evals
+
+
+def hack_outcome(steps, reward, ev_steps, evals, a=1.0, b=0.0, eval_scale=1.0):
+    run = Run("p", {"reward": Series.from_points("reward", steps, a * reward + b),
+                    "eval/math_accuracy": Series.from_points("eval/math_accuracy", ev_steps, eval_scale * evals)})
+    return outcome(run, "L1.reward-eval-divergence")
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), rise=st.floats(0.05, 0.6), eval_gain=st.sampled_from([0.0, 0.4]),
+       a=st.floats(0.05, 50), b=st.floats(-10, 10), eval_scale=st.sampled_from([1.0, 100.0]))
+def test_reward_and_eval_units_never_change_the_divergence_outcome(seed, rise, eval_gain, a, b, eval_scale):
+    data = hack_run(np.random.default_rng(seed), 300, rise, eval_gain)
+    assert hack_outcome(*data) == hack_outcome(*data, a=a, b=b, eval_scale=eval_scale)
+
+
+def test_the_divergence_property_is_not_vacuous():
+    hack, tracked = (hack_run(np.random.default_rng(1), 300, 0.5, gain) for gain in (0.0, 0.4))
+    assert hack_outcome(*hack) == hack_outcome(*hack, a=10, b=-3, eval_scale=100) == "fires"
+    assert hack_outcome(*tracked) == hack_outcome(*tracked, a=10, b=-3, eval_scale=100) == "quiet"
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), offset=st.sampled_from([0, 50_000, 1_000_000]),
+       rule=st.sampled_from(sorted(RULES)))
+def test_a_step_offset_never_changes_any_rule(seed, offset, rule):
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, 301)
+    series = {"reward": 0.3 + 0.4 * np.linspace(0, 1, 300) + rng.normal(0, 0.02, 300),
+              "kl": np.linspace(0, 0.05, 300) + rng.normal(0, 0.002, 300),
+              "entropy": np.linspace(1.2, 0.6, 300) + rng.normal(0, 0.02, 300),
+              "loss": 2.0 * np.exp(rng.normal(0, 0.05, 300)), "grad_norm": 0.5 * np.exp(rng.normal(0, 0.2, 300)),
+              "frac_reward_zero_std": np.clip(0.3 + rng.normal(0, 0.05, 300), 0, 1)}
+    series["grad_norm"][200] = 30.0
+    assert outcome(run_of(steps, **series), rule) == outcome(run_of(steps + offset, **series), rule)
+
+
+@settings(max_examples=20, deadline=None)
+@given(level=st.floats(0.01, 1000), seed=st.integers(0, 10_000), rule=st.sampled_from(SPIKE_AND_FLOOR_RULES))
+def test_noise_around_any_level_never_fires(level, seed, rule):
+    rng = np.random.default_rng(seed)
+    noisy = level * np.exp(rng.normal(0, 0.05, 400))
+    run = run_of(np.arange(1, 401), loss=noisy, grad_norm=noisy, entropy=noisy)
+    assert outcome(run, rule) == "quiet"
+
+
+@settings(max_examples=20, deadline=None)
+@given(every=st.sampled_from([1, 5, 10, 50]), height=st.floats(20, 1e4))
+def test_a_grad_norm_spike_is_found_at_any_logging_cadence(every, height):
+    rng = np.random.default_rng(every)
+    steps = np.arange(every, 400 * every + 1, every)
+    grad = 0.4 * np.exp(rng.normal(0, 0.1, len(steps)))
+    grad[300] = 0.4 * height
+    assert outcome(run_of(steps, grad_norm=grad), "L3.grad-norm-spike") == "fires"
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=st.lists(st.sampled_from([0.5, 1.0, math.nan, math.inf, -math.inf, 2.0, 0.0]), min_size=1,
+                       max_size=40), rule=st.sampled_from(sorted(RULES)))
+def test_nan_and_inf_never_raise(values, rule):
+    arr = np.array(values)
+    steps = np.arange(1, len(arr) + 1)
+    run = run_of(steps, reward=arr, loss=arr, grad_norm=arr, entropy=arr, kl=arr, frac_reward_zero_std=arr,
+                 **{"eval/acc": arr, "sampling/importance_sampling_ratio/mean": arr,
+                    "completions/clipped_ratio": arr, "rewards/accuracy_reward/mean": arr,
+                    "rewards/format_reward/mean": arr})
+    assert outcome(run, rule) in ("fires", "quiet", "not judged")
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 9), rule=st.sampled_from(sorted(RULES)), seed=st.integers(0, 1000))
+def test_fewer_than_ten_healthy_points_are_never_a_clean_bill(n, rule, seed):
+    rng = np.random.default_rng(seed)
+    ones = 1.0 + rng.normal(0, 0.01, n)
+    run = run_of(np.arange(1, n + 1), reward=0.3 * ones, loss=2 * ones, grad_norm=0.5 * ones, entropy=ones,
+                 kl=0.01 * ones, frac_reward_zero_std=0.2 * ones, **{
+                     "eval/acc": 0.4 * ones, "sampling/importance_sampling_ratio/mean": ones,
+                     "sampling/sampling_logp_difference/mean": 0.01 * ones, "completions/clipped_ratio": 0.05 * ones,
+                     "rewards/accuracy_reward/mean": 0.3 * ones, "rewards/format_reward/mean": 0.5 * ones,
+                     "completions/mean_length": 200 * ones})
+    assert outcome(run, rule) == "not judged"

@@ -8,6 +8,17 @@ as users have them: CSV (wide, long, and split train/eval files), JSONL (flat an
 Parquet, under TRL's or verl's metric names.  Each run carries a label: its family, the expected verdict
 and root layer, and the rules that must and must not fire.
 
+Besides the original families (all GRPO, steps 1..n, rewards and evals on 0-1) the corpus holds newer
+shapes - SFT/pretraining runs (loss, grad norm, LR, eval loss only), a run resumed at step 50,000, rewards
+on a +-1 or reward-model scale with evals in percent, sparse evals - and the newly reported failure
+patterns, each with a quiet near miss: instant policy collapse, frozen updates, a high KL level, SFT
+divergence without NaN, diverging reward components, a length loophole under a cap, a transient Inf
+beside a reward hack, a rolled-back blow-up, and a layer-4 mismatch seen on two logged steps.  A label's
+`not_judged` names the rules that must come out "not judged" (too little data, a missing signal), and
+the verdict may be `unknown` (no layer could be judged): the "not-judged" families (a 45-step run, an
+eval logged 3 times, a reward-only run, a crash after 2 steps) check that missing evidence is said.
+bench/heldout.py is the frozen held-out corpus, built by separate code: never tune on it.
+
 Seeded and reproducible: the same (seed, counts) gives the same files byte for byte.
 
     python bench/scenarios.py OUT_DIR          # writes OUT_DIR/runs/<name>/... and OUT_DIR/labels.json
@@ -27,10 +38,15 @@ from pathlib import Path
 import numpy as np
 
 SEED = 20261130
+# every rule id the labels speak about: the shipped rules and the ones announced for the newly reported
+# failure patterns (frozen updates, KL level, ...), which the detector work implements under these ids
 ALL_RULES = ("L1.reward-eval-divergence", "L1.length-confound", "L1.zero-variance-groups",
-             "L2.policy-moving-fast", "L2.entropy-below-floor",
+             "L1.reward-component-divergence", "L1.truncation-climb",
+             "L2.policy-moving-fast", "L2.entropy-below-floor", "L2.entropy-collapse", "L2.kl-level-high",
              "L3.nonfinite-values", "L3.loss-spike", "L3.grad-norm-spike", "L3.grad-norm-precursor",
-             "L4.logprob-mismatch", "L4.prob-mismatch", "L4.policy-version-lag")
+             "L3.frozen-updates", "L3.loss-divergence", "L3.rolled-back-blowup",
+             "L4.logprob-mismatch", "L4.prob-mismatch", "L4.policy-version-lag", "L4.importance-ratio-off",
+             "L4.rollout-kl-high", "L4.mult-prob-error-high")
 LAYER_RULES = {layer: tuple(r for r in ALL_RULES if r.startswith(f"L{layer}.")) for layer in (1, 2, 3, 4)}
 
 
@@ -42,11 +58,12 @@ class Label:
 
     name: str
     family: str
-    kind: str                         # "healthy", "near-miss" or "failing"
-    verdict: str                      # expected verdict: pass, warn or fail
+    kind: str                         # "healthy", "near-miss", "failing" or "not-judged"
+    verdict: str                      # expected verdict: pass, warn, fail or unknown (no layer judged)
     root_layer: int | None
     must_fire: list[str] = field(default_factory=list)
     must_not_fire: list[str] = field(default_factory=list)
+    not_judged: list[str] = field(default_factory=list)   # rules that must come out "not judged"
     nan_step: int | None = None       # first non-finite step written, if any
     nan_signal: str | None = None     # the canonical signal that turned first
     precursor: bool = False           # a climb before the blow-up was written in
@@ -759,6 +776,540 @@ def f_lag_and_mismatch(rng, i):
     return c, _fail(4, "fail", ["L4.logprob-mismatch", "L4.policy-version-lag"]), {**info, "level": level}
 
 
+# --- newly reported failure patterns, new shapes, and honest "not judged" -------------------------------
+#
+# Labels follow the same conventions as above: the root is the first failing layer; rules of layers above
+# the root must not fire; rules below it may (a consequence reported as downstream).  `not_judged` lists
+# the rules whose signals are absent or too short to judge, which must say so instead of passing.
+
+# rules that cannot judge a run of a few logged points: trends, floors, spikes, sustained fractions, and a
+# KL level (KL is 0 at the start of every run: two points of it say nothing)
+SHORT_RUN_RULES = ("L1.reward-eval-divergence", "L1.length-confound", "L1.zero-variance-groups",
+                   "L1.reward-component-divergence", "L1.truncation-climb",
+                   "L2.policy-moving-fast", "L2.entropy-below-floor", "L2.entropy-collapse", "L2.kl-level-high",
+                   "L3.loss-spike", "L3.grad-norm-spike", "L3.grad-norm-precursor", "L3.frozen-updates",
+                   "L3.loss-divergence")
+# rules about the update itself: a run without loss and grad norm leaves them all unjudged
+UPDATE_RULES = ("L3.loss-spike", "L3.grad-norm-spike", "L3.grad-norm-precursor", "L3.frozen-updates",
+                "L3.loss-divergence")
+
+
+def _quiet_label(not_judged=()) -> dict:
+    return dict(kind="near-miss", verdict="pass", root_layer=None,
+                must_not_fire=[r for r in ALL_RULES if r not in not_judged], not_judged=list(not_judged))
+
+
+def _not_judged_label(verdict: str, not_judged, must_fire=(), root=None) -> dict:
+    """A run the diagnosis cannot (fully) judge: the listed rules must say "not judged"."""
+    return dict(kind="not-judged", verdict=verdict, root_layer=root, must_fire=list(must_fire),
+                must_not_fire=[r for r in ALL_RULES if r not in not_judged and r not in must_fire],
+                not_judged=list(not_judged))
+
+
+def _only(c: Curves, keep: tuple[str, ...]) -> None:
+    c.sig = {k: v for k, v in c.sig.items() if k in keep}
+
+
+def _head(c: Curves, k: int) -> None:
+    """Keep the first k logged points (the run stopped there); evals after them go too."""
+    c.steps = c.steps[:k]
+    c.sig = {s: v[:k] for s, v in c.sig.items()}
+    last = c.steps[-1]
+    c.evals = {name: (s[s <= last], v[s <= last]) for name, (s, v) in c.evals.items() if np.any(s <= last)}
+
+
+def _point_noise(v: np.ndarray) -> float:
+    """Point-to-point noise sd of a curve (robust: the MAD of its differences)."""
+    d = np.diff(v[np.isfinite(v)])
+    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2)) if len(d) > 2 else 0.0
+
+
+def _hold(rng, c: Curves, name: str, at: int, value: float | None = None) -> None:
+    """From index `at` on the signal stops moving: its level at `at`, with its own batch noise."""
+    v = c.sig[name]
+    lvl = float(np.median(v[max(0, at - 10): at + 1])) if value is None else value
+    noise = rng.normal(0, _point_noise(v), c.n)
+    c.sig[name] = np.where(np.arange(c.n) >= at, lvl + noise, v)
+
+
+def _hold_evals(rng, c: Curves, step: int) -> None:
+    for name, (s, v) in list(c.evals.items()):
+        before = v[s <= step]
+        lvl = float(before[-1]) if len(before) else float(v[0])
+        c.evals[name] = (s, np.where(s > step, lvl + rng.normal(0, 0.008, len(s)), v))
+
+
+def f_instant_collapse(rng, i):
+    """Entropy 3.9 -> 0.4 -> 0.07 -> 0.0 in 3 steps, at the start of the run or later; from then on every
+    group is equal (zero_std_frac 1.0), grad norm and loss are exactly 0.0 and the LR schedule runs on.
+    The policy collapsed (layer 2); the equal groups are its consequence, not easy or hard data, so
+    L1.zero-variance-groups must not fire (layer 1 is above the root); frozen updates below may."""
+    c = healthy(rng, _choose_n(rng, 120, 3000))
+    n = c.n
+    at = 0 if i % 2 == 0 else int(rng.uniform(0.2, 0.7) * n)
+    e0 = 3.9 if at == 0 or rng.random() < 0.5 else float(np.median(c.sig["entropy"][max(0, at - 10): at + 1]))
+    if at > 0:
+        c.sig["entropy"] = c.sig["entropy"] * e0 / float(np.median(c.sig["entropy"][max(0, at - 10): at + 1]))
+    ent = c.sig["entropy"]
+    ent[at:at + 3] = e0 * np.array([1.0, 0.4 / 3.9, 0.07 / 3.9])
+    ent[at + 3:] = 0.0
+    gone = np.arange(n) >= at + 3
+    c.sig["zero_std_frac"] = np.where(gone, 1.0, c.sig["zero_std_frac"])
+    c.sig["grad_norm"] = np.where(gone, 0.0, c.sig["grad_norm"])
+    c.sig["loss"] = np.where(gone, 0.0, c.sig["loss"])
+    r_after = 0.0 if rng.random() < 0.7 else float(rng.choice([0.1, 0.2]))   # all wrong, or a constant format credit
+    c.sig["reward"] = np.where(gone, r_after, c.sig["reward"])
+    k_after = rng.uniform(0.3, 3.0)                                         # the policy sits far from the reference
+    kl_ramp = np.interp(np.arange(n), [at, at + 3], [float(c.sig["kl"][at]), k_after])
+    c.sig["kl"] = np.where(np.arange(n) > at, kl_ramp * np.exp(rng.normal(0, 0.02, n)), c.sig["kl"])
+    c.sig["response_length"] = np.where(gone, float(rng.choice([1, 2, 3, 5])), c.sig["response_length"])
+    step_at = int(c.steps[at + 3])
+    for name, (s, v) in list(c.evals.items()):
+        c.evals[name] = (s, np.where(s >= step_at, rng.uniform(0.0, 0.01, len(s)), v))
+    return c, _fail(2, "fail", ["L2.entropy-collapse"], extra_not=["L1.zero-variance-groups"]), \
+        {"collapse_step": int(c.steps[at]), "entropy_from": round(e0, 2), "reward_after": r_after}
+
+
+def nm_instant_collapse(rng, i):
+    """Entropy sharpens 10-15% over the first 3-5 steps, then holds level: above 0.8x of even the very
+    first value (seed 002's floor), however "early" is read."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    k = int(rng.integers(3, 6))
+    drop = rng.uniform(0.10, 0.15)
+    ent = float(np.median(c.sig["entropy"][:10])) * (1 + rng.normal(0, 0.006, c.n))
+    ent[:k] = ent[k] * np.linspace(1 / (1 - drop), 1.0, k + 1)[:k]
+    c.sig["entropy"] = ent
+    return c, {"early_drop": round(drop, 2), "over_steps": k}
+
+
+def f_frozen_updates(rng, i):
+    """From an onset (step 1, or 10-60% in) grad norm is exactly 0.0 and the loss exactly 0.0 or exactly
+    constant, while the LR is > 0 and groups are mixed as before: nothing updates the weights (a loss
+    that multiplies the advantages by 0, a frozen parameter group, every step skipped).  Reward, entropy
+    and KL stop moving but look normal.  Layer 3."""
+    c = healthy(rng, _choose_n(rng, 200, 5000))
+    n = c.n
+    at = 0 if i % 3 == 0 else int(rng.uniform(0.1, 0.6) * n)
+    mode = "zero" if i % 2 == 0 else "constant"
+    after = np.arange(n) >= at
+    c.sig["grad_norm"] = np.where(after, 0.0, c.sig["grad_norm"])
+    const = 0.0 if mode == "zero" else (round(float(np.median(c.sig["loss"][max(0, at - 10): at + 1])), 4)
+                                        if at > 0 else 0.6931)
+    c.sig["loss"] = np.where(after, const, c.sig["loss"])
+    for name in ("reward", "entropy", "response_length"):
+        _hold(rng, c, name, at)
+    if at == 0:
+        c.sig["kl"] = np.zeros(n)                                   # the policy is still the reference
+    else:
+        _hold(rng, c, "kl", at)
+    _hold_evals(rng, c, int(c.steps[at]))
+    return c, _fail(3, "fail", ["L3.frozen-updates"]), {"frozen_from": int(c.steps[at]), "mode": mode,
+                                                         "loss_value": const}
+
+
+def nm_frozen(rng, i):
+    """Healthy TRL GRPO whose loss is logged rounded to 4 decimals (beta * KL ~ 1e-5): 0.0 on most steps,
+    as in the Unsloth notebook runs of shared/real_logs; the grad norm moves (or is not in the export), or
+    is 0.0 on 1-3 isolated steps whose groups were all equal."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    raw = 0.04 * c.sig["kl"] + rng.normal(0, rng.uniform(1e-5, 6e-5), c.n)
+    c.sig["loss"] = np.round(raw, 4) + 0.0                           # + 0.0 turns -0.0 into 0.0
+    variant = ("no-grad-norm", "isolated-zero", "moving")[i % 3]
+    if variant == "no-grad-norm":
+        del c.sig["grad_norm"]
+    elif variant == "isolated-zero":
+        where = rng.choice(np.arange(c.n // 5, c.n), size=int(rng.integers(1, 4)), replace=False)
+        c.sig["grad_norm"][where] = 0.0
+        c.sig["zero_std_frac"][where] = 1.0
+    c.info["framework"] = "trl"
+    return c, {"variant": variant}
+
+
+def f_kl_level(rng, i):
+    """Per-token KL to the reference climbs from ~0 to 0.7-1.3 nats (beta 0.1: the penalty is not holding
+    the policy), entropy only 5-12% down, reward and evals healthy.  Layer 2."""
+    c = healthy(rng, _choose_n(rng, 300, 5000))
+    n = c.n
+    x = (c.steps - 1) / max(n - 1, 1)
+    end, onset, p = rng.uniform(0.7, 1.3), rng.uniform(0.0, 0.3), rng.uniform(1.0, 2.0)
+    c.sig["kl"] = (0.001 + end * _ramp(x, onset, 1.0) ** p) * np.exp(rng.normal(0, 0.05, n))
+    e0, drop = float(np.median(c.sig["entropy"][: max(3, n // 10)])), rng.uniform(0.05, 0.12)
+    c.sig["entropy"] = e0 * (1 - drop * x) * (1 + rng.normal(0, 0.01, n))
+    c.sig["kl_coef"] = np.full(n, 0.1)
+    return c, _fail(2, "fail", ["L2.kl-level-high"]), {"kl_end": round(end, 2), "entropy_drop": round(drop, 2)}
+
+
+def nm_kl_level(rng, i):
+    """KL climbs from ~0 to 0.02-0.04 nats per token: around seed 002's adaptive target, not far above it."""
+    c = healthy(rng, _choose_n(rng, 300, 5000))
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    end = rng.uniform(0.02, 0.04)
+    c.sig["kl"] = (0.0005 + end * x ** rng.uniform(0.7, 1.5)) * np.exp(rng.normal(0, 0.06, c.n))
+    return c, {"kl_end": round(end, 3)}
+
+
+def sft_curves(rng, n: int | None = None, pretrain: bool | None = None) -> Curves:
+    """A healthy SFT or pretraining run: loss, grad norm, LR and an eval loss, nothing else (HF names)."""
+    n = n or _choose_n(rng, 100, 20_000)
+    pretrain = bool(rng.random() < 0.3) if pretrain is None else pretrain
+    steps = np.arange(1, n + 1)
+    if pretrain:
+        l0, floor, tau = rng.uniform(9.5, 11.0), rng.uniform(2.2, 3.5), rng.uniform(0.002, 0.02) * n
+    else:
+        l0, floor, tau = rng.uniform(1.8, 4.2), rng.uniform(0.5, 1.5), rng.uniform(0.02, 0.3) * n
+    alpha = rng.uniform(0.5, 1.2)
+    clean = floor + (l0 - floor) * (1 + (steps - 1) / max(tau, 1.0)) ** -alpha
+    sig = {"loss": clean * np.exp(rng.normal(0, rng.uniform(0.01, 0.04), n))}
+    g0 = rng.uniform(0.3, 3.0)
+    sig["grad_norm"] = g0 * (0.5 + 0.5 * (1 + (steps - 1) / max(tau, 1.0)) ** -0.5) * \
+        np.exp(rng.normal(0, rng.uniform(0.08, 0.25), n))
+    peak = rng.uniform(1e-5, 2e-4) if not pretrain else rng.uniform(1e-4, 6e-4)
+    x = (steps - 1) / max(n - 1, 1)
+    warm = rng.uniform(0.01, 0.05)
+    cosine = 0.5 * (1 + np.cos(np.pi * _ramp(x, warm, 1)))
+    sig["lr"] = peak * np.minimum(1.0, (x + 1e-9) / warm) * np.maximum(cosine, 0.1)
+    ev = _eval_steps(rng, n)
+    gap = rng.uniform(0.02, 0.15)
+    evals = {"eval/loss": (ev, np.interp(ev, steps, clean) + gap + rng.normal(0, 0.005, len(ev)))}
+    return Curves(steps, sig, evals, {"framework": "trl", "pretrain": pretrain})
+
+
+def family_healthy_sft(rng, i):
+    c = sft_curves(rng)
+    return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), \
+        {"pretrain": c.info["pretrain"]}
+
+
+def f_sft_divergence(rng, i):
+    """SFT loss 4.0 -> ~546 within 10 steps, then 50-150x its start for 25+ steps, with no NaN (the
+    user stops the run): a diverged update, layer 3.  Early (the LR warm-up overshoots at step 3-12) or
+    mid-run."""
+    early = i % 2 == 0
+    if early:
+        at = int(rng.integers(3, 12))
+        c = sft_curves(rng, at + 10 + int(rng.integers(25, 150)), pretrain=False)
+        c.sig["loss"] *= 4.0 / float(np.median(c.sig["loss"][max(0, at - 3): at + 1]))
+    else:
+        c = sft_curves(rng, _choose_n(rng, 400, 5000))
+        at = int(rng.uniform(0.3, 0.7) * c.n)
+        _head(c, min(c.n, at + 10 + int(rng.integers(25, 300))))
+    n = c.n
+    lvl = float(np.median(c.sig["loss"][max(0, at - 5): at + 1]))
+    peak = lvl * rng.uniform(100, 150)                 # 4.0 -> 546 is 136x
+    j = np.arange(n) - at
+    climb = (j >= 0) & (j <= 10)
+    loss = c.sig["loss"]
+    loss[climb] = lvl * np.exp(np.log(peak / lvl) * j[climb] / 10)
+    after = j > 10
+    wander = np.clip(np.cumsum(rng.normal(0, 0.05, n)), -0.6, 0.3)
+    loss[after] = np.clip(peak * np.exp(wander[after]) * np.exp(rng.normal(0, 0.05, after.sum())), 50 * lvl, 150 * lvl)
+    g = c.sig["grad_norm"]
+    glvl = float(np.median(g[max(0, at - 10): at + 1]))
+    g[j > 0] = glvl * rng.uniform(50, 1000) * np.exp(rng.normal(0, 0.4, int((j > 0).sum())))
+    s, v = c.evals["eval/loss"]
+    broken = lvl * rng.uniform(50, 150) * np.exp(rng.normal(0, 0.1, len(s)))
+    c.evals["eval/loss"] = (s, np.where(s > c.steps[at], broken, v))
+    return c, _fail(3, "fail", ["L3.loss-divergence"]), {"from_step": int(c.steps[at]), "level": round(lvl, 2),
+                                                         "peak": round(peak, 1)}
+
+
+def nm_sft_bump(rng, i):
+    """A healthy SFT loss that bumps to 1.5x over a few steps and comes back within 6-20 steps."""
+    c = sft_curves(rng, _choose_n(rng, 200, 5000), pretrain=False)
+    b = int(rng.uniform(0.2, 0.8) * c.n)
+    w = int(rng.integers(6, 21))
+    shape = np.sin(np.linspace(0, np.pi, w)) * rng.uniform(0.45, 0.55)
+    seg = slice(b, min(c.n, b + w))
+    c.sig["loss"][seg] *= 1 + shape[: seg.stop - seg.start]
+    c.sig["grad_norm"][seg] *= 1 + shape[: seg.stop - seg.start]
+    return c, {"bump_step": int(c.steps[b]), "width": w}
+
+
+def _components(rng, c: Curves, fmt: tuple[float, float], acc: tuple[float, float]) -> None:
+    """TRL's per-function rewards (rewards/<fn>/mean): format and accuracy, averaged over 256-512
+    completions a step; the logged reward is their sum."""
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    batch = int(rng.choice([256, 384, 512]))
+    shape_f = reward_shape(rng, x, str(rng.choice(["saturate", "linear"])))
+    shape_a = reward_shape(rng, x, "linear")
+    pf = np.clip(fmt[0] + (fmt[1] - fmt[0]) * shape_f, 0.001, 0.999)
+    pa = np.clip(acc[0] + (acc[1] - acc[0]) * shape_a, 0.001, 0.999)
+    c.sig["reward:format_reward"] = rng.binomial(batch, pf) / batch
+    c.sig["reward:accuracy_reward"] = rng.binomial(batch, pa) / batch
+    c.sig["reward"] = c.sig["reward:format_reward"] + c.sig["reward:accuracy_reward"]
+    c.info["framework"] = "trl"
+
+
+def f_reward_components(rng, i):
+    """open-r1's numbers: format reward 0.48 -> 0.86 while accuracy reward 0.16 -> 0.06; the summed
+    reward climbs.  With an independent eval (falling with the accuracy) the divergence fires too."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    _components(rng, c, (rng.uniform(0.45, 0.5), rng.uniform(0.84, 0.88)),
+                (rng.uniform(0.15, 0.17), rng.uniform(0.05, 0.07)))
+    must = ["L1.reward-component-divergence"]
+    if i % 2 == 0:
+        c.evals = {}
+    else:
+        _ensure_evals(rng, c, 6)
+        flatten_evals(rng, c, drift=-rng.uniform(0.03, 0.06))
+        must.append("L1.reward-eval-divergence")
+    return c, _fail(1, "fail", must), {"evals": bool(c.evals)}
+
+
+def nm_reward_components(rng, i):
+    """Format reward 0.48 -> 0.86 learned first, accuracy 0.16 -> 0.22-0.30 behind it, evals rising."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    a_end = rng.uniform(0.22, 0.30)
+    _components(rng, c, (0.48, 0.86), (0.16, a_end))
+    s = _eval_steps(rng, c.n, 6)
+    acc_clean = np.interp(s, c.steps, 0.16 + (a_end - 0.16) * (c.steps - 1) / max(c.n - 1, 1))
+    c.evals = {"math500": (s, 0.3 + rng.uniform(0.6, 1.0) * (acc_clean - 0.16) + rng.normal(0, 0.006, len(s)))}
+    return c, {"accuracy_end": round(a_end, 2)}
+
+
+def _length_hack(rng, c: Curves, r: tuple[float, float], cap: float, l_from: float, l_to: float,
+                 clip: tuple[float, float]) -> None:
+    """Reward paid for length: reward, mean length and truncated fraction climb together."""
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    shape = reward_shape(rng, x, str(rng.choice(["saturate", "late", "linear"])))
+    c.sig["reward"] = r[0] + (r[1] - r[0]) * shape + rng.normal(0, rng.uniform(0.01, 0.03), c.n)
+    c.sig["response_length"] = np.minimum(cap, (l_from + (l_to - l_from) * shape) * np.exp(rng.normal(0, 0.02, c.n)))
+    c.sig["truncation_rate"] = np.clip(clip[0] + (clip[1] - clip[0]) * shape + rng.normal(0, 0.015, c.n), 0, 1)
+
+
+def f_eval_reward_length(rng, i):
+    """A length hack under a cap, TRL, and no independent eval: TRL's eval/reward is the training reward
+    on eval prompts and rises with it.  The truncation climb is judged (layer 1, fail); the divergence
+    and the length confound are not judged (no independent eval), and eval/reward must not pass them."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    cap = float(rng.choice([1024, 2048, 4096]))
+    _length_hack(rng, c, (0.3, 0.8), cap, 0.6 * cap, cap, (rng.uniform(0.05, 0.1), rng.uniform(0.9, 1.0)))
+    _eval_reward(rng, c)
+    return c, dict(_fail(1, "fail", ["L1.truncation-climb"]),
+                   not_judged=["L1.reward-eval-divergence", "L1.length-confound"]), {"cap": cap}
+
+
+def _eval_reward(rng, c: Curves) -> None:
+    s = _eval_steps(rng, c.n, 6)
+    c.evals = {"eval/reward": (s, np.interp(s, c.steps, c.sig["reward"]) + rng.normal(0, 0.02, len(s)))}
+    c.info["framework"] = "trl"
+
+
+def nj_eval_reward_length(rng, i):
+    """Reward 0.3 -> 0.8 with length growing 2-3x well under the cap, TRL's eval/reward rising with the
+    reward, no independent eval: nothing in layer 1 can say whether the gain is real.  Layers 2-3 are
+    healthy and judged, so the verdict is pass - with the divergence and length rules not judged."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    l0 = rng.uniform(200, 500)
+    _length_hack(rng, c, (0.3, 0.8), 16384, l0, l0 * rng.uniform(2.0, 3.0), (0.0, rng.uniform(0.0, 0.02)))
+    _eval_reward(rng, c)
+    return c, _not_judged_label("pass", ["L1.reward-eval-divergence", "L1.length-confound"]), {}
+
+
+def f_truncation_climb(rng, i):
+    """A length loophole under a cap: reward (= length) 0.60 -> 0.97 while the clipped ratio goes
+    0.50 -> 1.00 and the length can only grow 1.5x, to the cap (under the 2x of the length rule).
+    With an independent eval (flat) the divergence fires too."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    cap = float(rng.choice([1024, 2048, 4096, 8192]))
+    _length_hack(rng, c, (0.60, 0.97), cap, cap / 1.5, cap, (0.5, 1.0))
+    must = ["L1.truncation-climb"]
+    if i % 2 == 0:
+        c.evals = {}
+    else:
+        _ensure_evals(rng, c, 6)
+        flatten_evals(rng, c)
+        must.append("L1.reward-eval-divergence")
+    return c, _fail(1, "fail", must), {"cap": cap, "evals": bool(c.evals)}
+
+
+def nm_truncation(rng, i):
+    """The clipped ratio creeps 0.02 -> 0.08 as answers lengthen 1.2-1.4x and the evals improve."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    g = rng.uniform(1.2, 1.4)
+    c.sig["response_length"] = rng.uniform(300, 900) * (1 + (g - 1) * x) * np.exp(rng.normal(0, 0.02, c.n))
+    c.sig["truncation_rate"] = np.clip(0.02 + 0.06 * x + rng.normal(0, 0.008, c.n), 0, 1)
+    return c, {"growth": round(g, 2)}
+
+
+def f_transient_inf_hack(rng, i):
+    """A clear reward hack (reward up, evals flat), and one fp16 loss-scale overflow at step 3: loss and
+    grad norm Inf at that step only.  The run recovers at once; the verdict comes from layer 1 and the
+    non-finite step is a warning that must not cut the run short."""
+    c = healthy(rng, _choose_n(rng, 200, 3000))
+    _ensure_evals(rng, c, 6)
+    info = inject_reward_hack(rng, c, ("medium", "strong")[i % 2])
+    c.sig["loss"][2] = math.inf
+    c.sig["grad_norm"][2] = math.inf
+    return c, _fail(1, "fail", ["L1.reward-eval-divergence", "L3.nonfinite-values"], nan_step=int(c.steps[2]),
+                    nan_signal="loss"), {**info, "rule_severity": {"L3.nonfinite-values": "warn"}}
+
+
+def _first_attempt(rng, c: Curves, lo: int, hi: int, blow_up: bool) -> dict:
+    """The values a crashed first attempt wrote for indices lo..hi before the restart from lo."""
+    seg = slice(lo, hi + 1)
+    attempt = {s: v[seg] * (1 + 0.01 * rng.normal(0, 1, hi - lo + 1)) for s, v in c.sig.items()}
+    if blow_up:
+        k = hi - lo + 1
+        start = k // 3
+        ramp = np.exp(np.log(rng.uniform(10, 1000)) * _ramp(np.arange(k), start, k - 1))
+        attempt["grad_norm"] = attempt["grad_norm"] * ramp
+        loss = attempt["loss"]
+        sd = max(float(np.std(c.sig["loss"][: max(10, lo)])), 1e-3)
+        for j in range(start, k - 1):
+            if rng.random() < 0.1 * (j - start) / max(k - start, 1):
+                loss[j] += sd * rng.uniform(10, 40)
+        attempt["loss"][-1] = math.nan
+        attempt["grad_norm"][-1] = math.nan if rng.random() < 0.7 else math.inf
+        for s in ("kl", "entropy"):
+            if s in attempt and rng.random() < 0.5:
+                attempt[s][-1] = math.nan
+    return attempt
+
+
+def f_rolled_back(rng, i):
+    """A resumed run whose first attempt blew up (grad norm climbing, NaN at, e.g., step 295) and was
+    restarted from an earlier checkpoint (step 200): steps 200-295 are written twice, first blowing up,
+    then healthy.  The surviving run is healthy, so the blow-up is a warning (layer 3) and the rules that
+    read the kept values (NaN, spikes) must not fire."""
+    c = healthy(rng, _choose_n(rng, 400, 5000))
+    lo = int(rng.uniform(0.25, 0.7) * c.n)
+    hi = lo + int(rng.integers(40, max(41, min(150, c.n - lo - 20))))
+    c.info["rollback"] = (lo, hi, _first_attempt(rng, c, lo, hi, blow_up=True))
+    lab = _fail(3, "warn", ["L3.rolled-back-blowup"],
+                extra_not=["L3.nonfinite-values", "L3.loss-spike", "L3.grad-norm-spike", "L3.grad-norm-precursor",
+                           "L3.loss-divergence"])
+    return c, lab, {"restart_step": int(c.steps[lo]), "first_attempt_nan_step": int(c.steps[hi])}
+
+
+def nm_rolled_back(rng, i):
+    """A resumed run (preempted, restarted from a checkpoint) whose rewritten steps were healthy."""
+    c = healthy(rng, _choose_n(rng, 400, 5000))
+    lo = int(rng.uniform(0.25, 0.7) * c.n)
+    hi = lo + int(rng.integers(20, max(21, min(150, c.n - lo - 20))))
+    c.info["rollback"] = (lo, hi, _first_attempt(rng, c, lo, hi, blow_up=False))
+    return c, {"restart_step": int(c.steps[lo]), "first_attempt_end": int(c.steps[hi])}
+
+
+def f_l4_few_points(rng, i):
+    """Two logged steps, then the run was stopped: mean |logprob delta| ~0.81 and a mean importance ratio
+    ~3e-7 (TRL's sampling/* keys): the rollout engine is not sampling from the trained weights.  Layer 4
+    is judged on two points because the mismatch is there from the first step; nothing else can be."""
+    c = healthy(rng, 60, logprob=True, lag=False)
+    c.steps = c.steps * int(rng.choice([1, 5, 10]))
+    c.evals = {name: (s * (c.steps[1] // 2), v) for name, (s, v) in c.evals.items()}
+    _head(c, 2)
+    c.sig["logprob_delta"] = rng.uniform(0.75, 0.87) * np.exp(rng.normal(0, 0.03, 2))
+    c.sig["is_ratio_mean"] = 3e-7 * np.exp(rng.normal(0, 1.0, 2))
+    c.info["framework"] = "trl"
+    lab = _fail(4, "fail", ["L4.logprob-mismatch", "L4.importance-ratio-off"])
+    lab["must_not_fire"] = [r for r in lab["must_not_fire"] if r not in SHORT_RUN_RULES]
+    lab["not_judged"] = list(SHORT_RUN_RULES)
+    return c, lab, {"logged_steps": [int(s) for s in c.steps]}
+
+
+def nm_l4_levels(rng, i):
+    """Matched engines: mean |logprob delta| ~0.02 and a mean importance ratio 0.99-1.01."""
+    c = healthy(rng, _choose_n(rng, 100, 3000), logprob=True)
+    c.sig["logprob_delta"] = rng.uniform(0.015, 0.025) * np.exp(rng.normal(0, 0.08, c.n))
+    c.sig["is_ratio_mean"] = rng.uniform(0.994, 1.006) + rng.normal(0, 0.002, c.n)
+    return c, {}
+
+
+def nj_short_reward_rise(rng, i):
+    """45 steps: reward 0.30 -> 0.80 and one eval flat - nothing else exported.  Too short to call a hack
+    (the rise may be the format being learned): the divergence is not judged, the length rule has no
+    length, no other layer has a signal, so the verdict is unknown, not pass."""
+    c = healthy(rng, 45)
+    x = (c.steps - 1) / 44
+    c.sig["reward"] = 0.3 + 0.5 * reward_shape(rng, x, str(rng.choice(["saturate", "linear"]))) + \
+        rng.normal(0, 0.02, 45)
+    ev = np.array([10, 20, 30, 40, 45]) if i % 2 == 0 else np.array([15, 30, 45])
+    c.evals = {"math500": (ev, 0.42 + rng.normal(0, 0.01, len(ev)))}
+    _only(c, ("reward",))
+    return c, _not_judged_label("unknown", ["L1.reward-eval-divergence", "L1.length-confound"]), {}
+
+
+def nj_eval_3_points(rng, i):
+    """A healthy run whose reward rises clearly (0.25-0.4, noise 0.02) and whose evals were logged 3
+    times, rising with it: 3 points cannot judge a divergence (the rule needs 4).  The length did not
+    grow, which needs no eval to say; layers 2-3 are judged and clean: pass."""
+    c = healthy(rng, _choose_n(rng, 300, 3000))
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    clean = 0.3 + rng.uniform(0.25, 0.4) * reward_shape(rng, x, "linear")
+    c.sig["reward"] = clean + rng.normal(0, 0.02, c.n)
+    s = np.array([c.n // 3, 2 * c.n // 3, c.n])
+    c.evals = {name: (s, rng.uniform(0.2, 0.5) + 0.6 * (np.interp(s, c.steps, clean) - 0.3)
+                      + rng.normal(0, 0.005, 3)) for name in c.evals}
+    return c, _not_judged_label("pass", ["L1.reward-eval-divergence"]), {}
+
+
+def nj_reward_only(rng, i):
+    """Only the reward was exported.  Layer 3 is not judged (it needs a loss or a grad norm: that the
+    reward is finite says nothing about the update), layer 1 has no eval: unknown."""
+    c = healthy(rng, _choose_n(rng, 100, 3000))
+    _only(c, ("reward",))
+    c.evals = {}
+    return c, _not_judged_label("unknown", ["L1.reward-eval-divergence", *UPDATE_RULES]), {}
+
+
+def nj_crash_2_steps(rng, i):
+    """A GRPO run that crashed after 2 logged steps, every value finite: nothing can be judged."""
+    c = healthy(rng, 50, logprob=False, lag=False)
+    c.steps = c.steps * int(rng.choice([1, 5, 10]))
+    c.evals = {}
+    _head(c, 2)
+    return c, _not_judged_label("unknown", SHORT_RUN_RULES), {"logged_steps": [int(s) for s in c.steps]}
+
+
+def family_healthy_offset(rng, i):
+    """A run resumed at step 50,000 that logs 50,001..52,000 (or a few thousand steps past it)."""
+    c = healthy(rng, int(rng.choice([500, 1000, 2000, 3000])))
+    c.info["step_offset"] = 50_000
+    return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), {"offset": 50_000}
+
+
+SCALES = ((2.0, -1.0), (8.0, -3.0), (10.0, 0.0), (0.5, 0.25))    # +-1, reward-model logits, rubric 0-10, a*r+b
+
+
+def _rescale(rng, c: Curves, i: int) -> dict:
+    """Reward on another scale, and every eval in percent on odd runs."""
+    a, b = SCALES[i % len(SCALES)]
+    c.sig["reward"] = a * c.sig["reward"] + b
+    pct = i % 2 == 1
+    if pct:
+        c.evals = {k: (s, 100 * v) for k, (s, v) in c.evals.items()}
+    return {"reward_scale": [a, b], "evals_percent": pct}
+
+
+def family_healthy_scaled(rng, i):
+    c = healthy(rng)
+    return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), _rescale(rng, c, i)
+
+
+def f_reward_hack_scaled(rng, i):
+    c, lab, info = f_reward_hack(rng, i)
+    return c, lab, {**info, **_rescale(rng, c, i)}
+
+
+def family_healthy_sparse_evals(rng, i):
+    """Evals every few hundred steps: 4-6 points over the run, tracking the reward."""
+    c = healthy(rng, _choose_n(rng, 600, 5000))
+    k = int(rng.integers(4, 7))
+    s = np.linspace(c.n / k, c.n, k).astype(int)
+    c.evals = {name: (s, np.interp(s, *sv)) for name, sv in c.evals.items()}
+    return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), {"eval_points": k}
+
+
+def _quiet(fn):
+    def family(rng, i):
+        c, info = fn(rng, i)
+        return c, _quiet_label(), info
+    return family
+
+
+
 # family name -> (generator, how many runs)
 FAMILIES: dict[str, tuple] = {
     "healthy": (family_healthy, 110),
@@ -800,6 +1351,37 @@ FAMILIES: dict[str, tuple] = {
     "lag-and-mismatch": (f_lag_and_mismatch, 3),
     "hack-then-blowup": (f_hack_then_blowup, 9),
     "collapse-then-blowup": (f_collapse_then_blowup, 6),
+    # new shapes
+    "healthy-sft": (family_healthy_sft, 12),
+    "healthy-offset": (family_healthy_offset, 6),
+    "healthy-scaled": (family_healthy_scaled, 8),
+    "healthy-sparse-evals": (family_healthy_sparse_evals, 6),
+    "reward-hack-scaled": (f_reward_hack_scaled, 6),
+    # newly reported failure patterns, each with its quiet near miss
+    "instant-collapse": (f_instant_collapse, 8),
+    "near-instant-collapse": (_quiet(nm_instant_collapse), 5),
+    "frozen-updates": (f_frozen_updates, 9),
+    "near-frozen": (_quiet(nm_frozen), 6),
+    "kl-level-high": (f_kl_level, 6),
+    "near-kl-level": (_quiet(nm_kl_level), 5),
+    "sft-divergence": (f_sft_divergence, 8),
+    "near-sft-bump": (_quiet(nm_sft_bump), 5),
+    "reward-components": (f_reward_components, 8),
+    "near-reward-components": (_quiet(nm_reward_components), 5),
+    "eval-reward-length-capped": (f_eval_reward_length, 4),
+    "truncation-climb": (f_truncation_climb, 6),
+    "near-truncation": (_quiet(nm_truncation), 5),
+    "transient-inf-hack": (f_transient_inf_hack, 6),
+    "rolled-back-blowup": (f_rolled_back, 6),
+    "near-rolled-back": (_quiet(nm_rolled_back), 5),
+    "l4-few-points": (f_l4_few_points, 4),
+    "near-l4-levels": (_quiet(nm_l4_levels), 5),
+    # honest "not judged"
+    "short-reward-rise": (nj_short_reward_rise, 4),
+    "eval-3-points": (nj_eval_3_points, 4),
+    "reward-only": (nj_reward_only, 4),
+    "crash-after-2-steps": (nj_crash_2_steps, 4),
+    "eval-reward-length-uncapped": (nj_eval_reward_length, 4),
 }
 
 
@@ -810,16 +1392,30 @@ TRL = {"reward": "train/reward", "zero_std_frac": "train/frac_reward_zero_std",
        "loss": "train/loss", "grad_norm": "train/grad_norm", "lr": "train/learning_rate",
        "logprob_delta": "train/sampling/sampling_logp_difference/mean",
        "prob_delta": "training/rollout_probs_diff_mean",
-       "policy_version_lag": "training/off_policy/trajectory_staleness/mean"}
+       "policy_version_lag": "training/off_policy/trajectory_staleness/mean",
+       "truncation_rate": "train/completions/clipped_ratio",
+       "is_ratio_mean": "train/sampling/importance_sampling_ratio/mean"}
 VERL = {"reward": "critic/score/mean", "response_length": "response_length/mean", "kl": "actor/kl_loss",
         "entropy": "actor/entropy", "loss": "actor/pg_loss", "grad_norm": "actor/grad_norm", "lr": "actor/lr",
         "logprob_delta": "train_rollout_logprob_abs_diff", "prob_delta": "training/rollout_probs_diff_mean",
-        "policy_version_lag": "training/off_policy/trajectory_staleness/mean"}
+        "policy_version_lag": "training/off_policy/trajectory_staleness/mean",
+        "truncation_rate": "response_length/clip_ratio", "kl_coef": "actor/kl_coef",
+        "is_ratio_mean": "rollout_corr/rollout_is_mean"}
 FORMATS = ("csv", "csv-split", "jsonl", "parquet", "long")
 
 
 def eval_key(framework: str, name: str) -> str:
+    """An independent eval's key; a name holding '/' is already a key (eval/loss, TRL's eval/reward)."""
+    if "/" in name:
+        return name
     return f"val-core/{name}/acc/mean@1" if framework == "verl" else f"eval/{name}_accuracy"
+
+
+def train_key(framework: str, signal: str) -> str | None:
+    """A train signal's key under the framework's names; reward:<fn> is TRL's per-function reward."""
+    if signal.startswith("reward:"):
+        return f"train/rewards/{signal.split(':', 1)[1]}/mean" if framework == "trl" else None
+    return (VERL if framework == "verl" else TRL).get(signal)
 
 
 def _fmt(v: float) -> str:
@@ -831,22 +1427,34 @@ def _fmt(v: float) -> str:
 
 
 def _rows(c: Curves, framework: str, resume: tuple[int, int] | None, rng) -> tuple[list[int], list[dict], dict]:
-    """Per-step train rows (each a dict key -> value) in write order, and eval rows by step."""
-    names = VERL if framework == "verl" else TRL
-    keys = {names[s]: v for s, v in c.sig.items() if s in names}
+    """Per-step train rows (each a dict key -> value) in write order, and eval rows by step.
+
+    A rolled-back run (c.info["rollback"] = (first, last, values)) writes its rows up to index `last`
+    with the first attempt's values from `first` on, then again from `first` with the kept values."""
+    keys = {k: v for s, v in c.sig.items() if (k := train_key(framework, s)) is not None}
     order = list(range(c.n))
     replay: set[int] = set()
     if resume is not None:                        # rows up to `at`, then again from `at - overlap`
         at, overlap = resume
         order = list(range(at)) + list(range(at - overlap, c.n))
         replay = set(range(at - overlap, at))
+    first_try: dict[str, np.ndarray] = {}
+    lo = hi = -1
+    if c.info.get("rollback") is not None:
+        lo, hi, attempt = c.info["rollback"]
+        order = list(range(hi + 1)) + list(range(lo, c.n))
+        first_try = {k: attempt[s] for s in attempt if (k := train_key(framework, s)) is not None}
     seen: set[int] = set()
     steps, rows = [], []
     for i in order:
         wobble = 1.0 + (0.01 * rng.normal() if i in replay and i in seen else 0.0)
+        again = i in seen
         seen.add(i)
         steps.append(int(c.steps[i]))
-        rows.append({k: float(v[i]) * wobble for k, v in keys.items()})
+        row = {k: float(v[i]) * wobble for k, v in keys.items()}
+        if first_try and lo <= i <= hi and not again:
+            row.update({k: float(v[i - lo]) for k, v in first_try.items()})
+        rows.append(row)
     evals: dict[int, dict] = {}
     for name, (s, v) in c.evals.items():
         for step, value in zip(s.tolist(), v.tolist()):
@@ -854,10 +1462,27 @@ def _rows(c: Curves, framework: str, resume: tuple[int, int] | None, rng) -> tup
     return steps, rows, evals
 
 
+def _add_eval_only_rows(steps: list[int], rows: list[dict], evals: dict[int, dict]) -> None:
+    """An eval logged at a step with no train row (train logged every k steps) gets a row of its own,
+    in step order, as the trackers write it; runs whose evals fall on train steps are unchanged."""
+    extra = sorted(set(evals) - set(steps))
+    if not extra:
+        return
+    if any(b < a for a, b in zip(steps, steps[1:])):      # a resumed run: append, the loader sorts
+        steps.extend(extra)
+        rows.extend({} for _ in extra)
+        return
+    merged = sorted([(s, 0, i) for i, s in enumerate(steps)] + [(s, 1, -1) for s in extra])
+    old_rows = list(rows)
+    steps[:] = [s for s, _, _ in merged]
+    rows[:] = [old_rows[i] if i >= 0 else {} for _, _, i in merged]
+
+
 def write_run(folder: Path, c: Curves, framework: str, fmt: str, resume, rng) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     steps, rows, evals = _rows(c, framework, resume, rng)
-    train_keys = list(rows[0])
+    train_keys = list(dict.fromkeys(k for r in rows for k in r))
+    _add_eval_only_rows(steps, rows, evals)
     eval_keys = sorted({k for e in evals.values() for k in e})
     step_col = "training/global_step" if framework == "verl" and fmt != "jsonl" else "step"
     if fmt in ("csv", "csv-split"):
@@ -868,8 +1493,8 @@ def write_run(folder: Path, c: Curves, framework: str, fmt: str, resume, rng) ->
             w.writerow(header)
             for s, r in zip(steps, rows):
                 e = {} if split else evals.get(s, {})
-                w.writerow([s, *(_fmt(r[k]) for k in train_keys), *(_fmt(e[k]) if k in e else "" for k in
-                                                                      ([] if split else eval_keys))])
+                w.writerow([s, *(_fmt(r[k]) if k in r else "" for k in train_keys),
+                            *(_fmt(e[k]) if k in e else "" for k in ([] if split else eval_keys))])
         if split and eval_keys:
             with (folder / "eval.csv").open("w", newline="") as fh:
                 w = csv.writer(fh)
@@ -898,7 +1523,7 @@ def write_run(folder: Path, c: Curves, framework: str, fmt: str, resume, rng) ->
 
         cols: dict[str, list] = {step_col: steps}
         for k in train_keys:
-            cols[k] = [r[k] for r in rows]
+            cols[k] = [r.get(k) for r in rows]
         for k in eval_keys:
             cols[k] = [evals.get(s, {}).get(k) for s in steps]
         pq.write_table(pa.table(cols), folder / "metrics.parquet")
@@ -909,7 +1534,8 @@ def write_run(folder: Path, c: Curves, framework: str, fmt: str, resume, rng) ->
             w.writerow(["step", "key", "value"])
             for s, r in zip(steps, rows):
                 for k in train_keys:
-                    w.writerow([s, k, _fmt(r[k])])
+                    if k in r:
+                        w.writerow([s, k, _fmt(r[k])])
             for s in sorted(evals):
                 for k, v in evals[s].items():
                     w.writerow([s, k, _fmt(v)])
@@ -933,11 +1559,19 @@ TREND_FAMILIES = ("reward-hack", "length-confound", "zero-variance", "kl-entropy
                   "logprob-level", "logprob-onset", "logprob-drift", "version-lag", "healthy-long-answers")
 
 
+# families whose label rests on a few steps (a rolled-back segment, a 3-step collapse, an isolated
+# zero-gradient step): they always log every step, and the metamorphic check does not thin them out
+POINT_EVENT_FAMILIES = ("healthy-absorbed-spike", "near-loss-spike", "near-loss-spike-zero", "near-grad-spike",
+                        "instant-collapse", "near-instant-collapse", "near-frozen", "transient-inf-hack",
+                        "rolled-back-blowup", "near-rolled-back", "sft-divergence", "near-sft-bump",
+                        "l4-few-points", "crash-after-2-steps", "short-reward-rise", "eval-3-points")
+
+
 def _logging_interval(rng, c: Curves, family: str, lab: dict) -> int:
     """TRL's logging_steps: most runs log every step, some every 5 or 10 (a divisor of the eval interval)."""
     if not (lab.get("kind") in ("healthy", "near-miss") or family in TREND_FAMILIES) \
             or family in ("healthy-absorbed-spike", "near-loss-spike", "near-loss-spike-zero", "near-grad-spike") \
-            or c.n < 200 or rng.random() > 0.3:
+            or family in POINT_EVENT_FAMILIES or c.n < 200 or rng.random() > 0.3:
         return 1
     ev = np.concatenate([s for s, _ in c.evals.values()]) if c.evals else np.array([], dtype=int)
     ok = [k for k in (5, 10) if np.all((ev % k == 0) | (ev == c.n))]
@@ -962,18 +1596,25 @@ def build_one(name: str, family: str, index: int, seed: int = SEED) -> tuple[Cur
         c, info = out
         lab = {}
     has_zero = "zero_std_frac" in c.sig
-    framework = "trl" if has_zero and (family in ("zero-variance", "difficulty-trap", "near-zero-std")
-                                       or rng.random() < 0.6) else "verl"
+    forced = c.info.get("framework")              # new families: TRL-only keys (reward components, SFT)
+    framework = forced or ("trl" if has_zero and (family in ("zero-variance", "difficulty-trap", "near-zero-std")
+                                                  or rng.random() < 0.6) else "verl")
     if framework == "verl":
         c.sig.pop("zero_std_frac", None)          # verl core does not log it
     every = _logging_interval(rng, c, family, lab)
     if every > 1:
         _subsample(c, every)
     fmt = "parquet" if c.n >= 10_000 else str(rng.choice(FORMATS))
+    if c.info.get("rollback") is not None and fmt not in ("csv", "jsonl", "long"):
+        fmt = {"csv-split": "csv", "parquet": "jsonl"}[fmt]     # formats that keep a step written twice
     resume = None
     if c.info.get("resume") and fmt in ("csv", "jsonl", "long") and c.n >= 100:
         at = int(rng.uniform(0.3, 0.8) * c.n)
         resume = (at, int(rng.integers(1, max(2, min(50, at // 4)))))
+    if c.info.get("step_offset"):                 # a run resumed at step 50,000 logs 50,001 on
+        offset = int(c.info["step_offset"])
+        c.steps = c.steps + offset
+        c.evals = {k: (s + offset, v) for k, (s, v) in c.evals.items()}
     label = Label(name=name, family=family, params={**{k: v for k, v in info.items() if k != "resume"},
                                                     "n_steps": int(c.steps[-1]), "log_every": every,
                                                     "framework": framework, "format": fmt,

@@ -96,7 +96,10 @@ def _parse(stdout: str) -> dict[str, dict] | None:
 # --- reading a result whatever its schema -----------------------------------------------------------
 
 def fired_rules(result: dict) -> dict[str, dict]:
-    return {f["rule"]: f for f in result.get("findings", [])}
+    """The rules that fired.  A finding the engine explains as the consequence of another rule's
+    earlier finding (equal rewards after an entropy collapse) is reported, but not as a cause: it does
+    not count as that rule firing."""
+    return {f["rule"]: f for f in result.get("findings", []) if not str(f.get("explained_by") or "").startswith("L")}
 
 
 def judged_state(result: dict, rule: str) -> str:

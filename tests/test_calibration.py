@@ -56,7 +56,8 @@ def test_slice_is_small_and_complete(corpus):
 def test_run_matches_label(corpus, name):
     labels, runs = corpus
     label, diag = labels[name], diagnose(runs[name])
-    fired = {f.rule: f for f in diag.findings}
+    # a finding explained as the consequence of another rule's is reported, not counted as firing
+    fired = {f.rule: f for f in diag.findings if not (f.explained_by or "").startswith("L")}
     if label.kind in ("healthy", "near-miss"):
         assert diag.verdict != "fail", f"{name}: healthy run fails: {[f.message for f in diag.findings]}"
     assert diag.root_layer == label.root_layer, \

@@ -84,7 +84,8 @@ def _judged(diag) -> set[str] | None:
 def test_run_matches_label(corpus, name):
     labels, runs = corpus
     label, diag = labels[name], stabdiag.diagnose(runs[name])
-    fired = {f.rule: f for f in diag.findings}
+    # a finding explained as the consequence of another rule's is reported, not counted as firing
+    fired = {f.rule: f for f in diag.findings if not (f.explained_by or "").startswith("L")}
     said = [f"{f.rule}: {f.message}" for f in diag.findings]
     assert diag.verdict == label.verdict, f"{name}: verdict {diag.verdict}, expected {label.verdict}: {said}"
     assert diag.root_layer == label.root_layer, f"{name}: root {diag.root_layer}, expected {label.root_layer}: {said}"

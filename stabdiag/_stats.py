@@ -116,3 +116,11 @@ def persistent_nonfinite_index(values: np.ndarray, recover_points: int = 3) -> i
         if len(after) < recover_points or after.any():
             return int(i)
     return None
+
+
+def logged_quantum(x: np.ndarray) -> float:
+    """The smallest step between distinct logged values: the precision a log printed them with (1e-4
+    for a loss rounded to 4 decimals; next to nothing for full floats).  A jump of one quantum is
+    rounding, never a spike."""
+    values = np.unique(x[np.isfinite(x)])
+    return float(np.min(np.diff(values))) if len(values) > 1 else 0.0

@@ -116,7 +116,10 @@ def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> li
     out = []
     for f in findings:
         rule = rules[f.rule]
-        causes = [c for c in findings if c.rule in rule.consequence_of and c.start_step <= f.start_step]
+        # a cause that is itself explained by the data (an entropy drop after all-correct groups) cannot
+        # turn that data finding into its consequence
+        causes = [c for c in findings if c.rule in rule.consequence_of and c.start_step <= f.start_step
+                  and not c.explained_by]
         if causes:
             cause = max(causes, key=lambda c: (SEVERITY_RANK[c.severity], -c.start_step))
             values = {**f.evidence, "kind": "every sample of a group alike"} if "kind" in f.evidence else f.evidence

@@ -77,7 +77,8 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         lambda p: (f"the fraction stays >= {p['min_frac']:g} for >= {p['min_stretch_steps']:g} steps and "
                    f">= {p['min_stretch_frac_of_run']:.0%} of the run")),
     DetectorSpec("fraction_climb_while_rising", fraction_climb_while_rising, (
-        _p("min_end_frac", 0.5, 0.05, 1, "the fraction ends at least this high"),
+        _p("min_end_frac", 0.5, 0.05, 1, "the fraction ends at least this high (a warning)"),
+        _p("fail_end_frac", 0.9, 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),
         _p("min_climb", 0.25, 0.01, 1, "... having climbed by at least this much (absolute, 0-1)"),
         _p("min_rise_sd", 5.0, 1, 100, "while the reward rises this many of its noise sds"),
         _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets start and end levels"),
@@ -160,8 +161,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("sustained_rise_over_early", sustained_rise_over_early, (
         _p("min_ratio", 3.0, 1.2, 100, "level over the early level that counts as diverged"),
         _p("min_stretch_steps", 20, 2, 1e6, "shortest diverged stretch, in steps"),
-        _p("min_stretch_frac_of_run", 0.1, 0, 1, "shortest diverged stretch, as a fraction of the run"),
-        _p("min_level_sd", 10.0, 1, 1e3, "in an RL run, the early level must sit this many noise sds above 0")),
+        _p("min_stretch_frac_of_run", 0.1, 0, 1, "shortest diverged stretch, as a fraction of the run")),
         lambda p: (f"the running median stays >= {p['min_ratio']:g}x the early level for >= "
                    f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run")),
     DetectorSpec("superseded_blowup", superseded_blowup, (

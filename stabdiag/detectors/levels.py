@@ -47,14 +47,17 @@ def _level(values: Curve, level: np.ndarray, warn_above: float, fail_above: floa
     best = None
     for a, b in st.true_runs(smooth > warn_above):
         if b - a + 1 >= need:
-            median = float(np.median(level[a:b + 1]))
-            if best is None or median > best[2]:
-                best = (a, b, median)
+            # the level the stretch holds: the highest running median in it (a KL that climbs to 0.95
+            # is judged at 0.95, not at the median of its climb)
+            held = float(np.max(smooth[a:b + 1]))
+            if best is None or held > best[2]:
+                best = (a, b, held)
     if best is None:
         return None
-    a, b, median = best
-    return _evidence(v, a, b, median, fail_above if median > fail_above else warn_above,
-                     severity=None if median > fail_above else "warn", value=float(np.median(v.values[a:b + 1])))
+    a, b, held = best
+    i = a + int(np.argmax(smooth[a:b + 1]))
+    return _evidence(v, a, b, held, fail_above if held > fail_above else warn_above,
+                     severity=None if held > fail_above else "warn", value=float(v.values[i]))
 
 
 def _evidence(v: Curve, a: int, b: int, level: float, threshold: float, *, value: float,

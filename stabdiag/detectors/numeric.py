@@ -50,14 +50,18 @@ def first_nonfinite(**curves: Curve | None) -> Evidence | NotJudged | None:
         severity=None if persistent else "warn")
 
 
-def frozen_values(grad_norm: Curve | None = None, loss: Curve | None = None, lr: Curve | None = None, *,
-                  min_frozen_steps, min_frozen_frac_of_run, min_points) -> Evidence | NotJudged | None:
+def frozen_values(grad_norm: Curve | None = None, loss: Curve | None = None, lr: Curve | None = None,
+                  reward: Curve | None = None, *, min_frozen_steps, min_frozen_frac_of_run,
+                  min_points) -> Evidence | NotJudged | None:
     """The update stopped: the grad norm sits at exactly one value (0, or a constant) for a long
-    stretch, or with no grad norm logged the loss does (a nonzero constant: a policy-gradient loss of
-    exactly 0 is normal).  A stretch where the logged learning rate is 0 is a pause on purpose."""
+    stretch, or, in a supervised run with no grad norm logged, the loss does (a nonzero constant).  In
+    an RL run (a `reward` is logged) the loss is a surrogate that TRL prints rounded to 4 decimals, so
+    only the grad norm is read.  A stretch where the logged learning rate is 0 is a pause on purpose."""
     target = grad_norm if grad_norm is not None else loss
     if target is None:
         return NotJudged("needs grad_norm or loss")
+    if grad_norm is None and reward is not None:
+        return NotJudged("an RL run's loss is a rounded surrogate that repeats; the grad norm is needed")
     v = target.finite()
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} points; {min_points:g} are needed")
@@ -87,20 +91,21 @@ def _lr_is_zero(lr: Curve, lo: int, hi: int) -> bool:
 
 
 def sustained_rise_over_early(values: Curve, reward: Curve | None = None, *, min_ratio, min_stretch_steps,
-                              min_stretch_frac_of_run, min_level_sd) -> Evidence | NotJudged | None:
+                              min_stretch_frac_of_run) -> Evidence | NotJudged | None:
     """The curve climbs to `min_ratio` x its early level and stays there: a loss that diverged without
     a NaN (SFT at too high a learning rate: 4.0 -> 546 in 10 steps, 50-150x its start for 25+ steps).
     The early level is the lowest of the first three points, so a divergence inside them does not
-    become the baseline.  Without a reward the loss is a cross-entropy; in an RL run (a `reward` is
-    logged) it is read only when its early level sits `min_level_sd` noise sds above 0: a
-    policy-gradient loss hovering at 0 has no level to multiply."""
+    become the baseline.  Read on supervised runs only: in an RL run (a `reward` is logged) the loss is
+    a surrogate objective whose level means nothing on its own."""
     v = values.finite()
+    if reward is not None:
+        return NotJudged("an RL run's loss is a surrogate objective (it grows with beta x KL in healthy "
+                         "runs): its level is not read; grad norm, NaN and KL rules read the update")
     if len(v.values) < MIN_CLEAN_POINTS:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; {MIN_CLEAN_POINTS} are needed")
     early = float(np.min(v.values[:3]))
-    if early <= 0 or (reward is not None and early <= min_level_sd * max(st.noise_sd(v.values), 1e-12 * early)):
-        return NotJudged(f"{v.signal} hovers around 0 ({early:.3g}): a policy-gradient loss has no level "
-                         "to compare a divergence with; the grad norm rules read it")
+    if early <= 0:
+        return NotJudged(f"{v.signal} starts at {early:.3g}: no positive level to compare a divergence with")
     smooth = st.rolling_median(v.values, min(_smooth_window(len(v.values)), 5))
     need = max(min_stretch_steps, min_stretch_frac_of_run * v.span)
     for a, b in st.true_runs(smooth >= min_ratio * early):

@@ -24,17 +24,31 @@ def first_level(curve: Curve, points: int = 3) -> float:
     return float(np.max(curve.values[:points]))
 
 
-def _explained(difficulty: Curve | None, start: float, threshold: float, window_steps: float) -> bool:
-    """All-equal groups were already the norm just before the drop began (a quarter of its window, at
-    least 5 steps), so they are its cause, not its consequence.  A drop at the first steps has no
-    before: nothing explains it."""
+def _explained(difficulty: Curve | None, fall_step: float, threshold: float) -> bool:
+    """All-equal groups were already the norm before the entropy started to fall (a stretch at or above
+    `threshold` that began strictly before `fall_step` and still holds there), so they are its cause,
+    not its consequence.  A fall at the first steps has no before: nothing explains it."""
     if difficulty is None:
         return False
     d = difficulty.finite()
-    before = (d.steps < start) & (d.steps >= start - max(5.0, 0.25 * window_steps))
-    if before.sum() < 2:
+    if len(d.values) < 3:
         return False
-    return float(np.median(d.values[before])) >= threshold
+    smooth = st.rolling_median(d.values, 5)
+    for a, b in st.true_runs(smooth >= threshold):
+        if d.steps[a] < fall_step <= d.steps[b] + d.cadence:
+            return True
+    return False
+
+
+def _fall_step(e: Curve, start: float, end: float) -> float:
+    """The first logged step in [start, end] where entropy is a quarter of the way down: the fall is
+    under way (read on the points, not on a grid, so a collapse at step 2 is dated step 2)."""
+    inside = (e.steps >= start) & (e.steps <= end)
+    if inside.sum() < 2:
+        return start
+    steps, smooth = e.steps[inside], st.rolling_median(e.values[inside], 3)
+    below = smooth <= smooth[0] - 0.25 * (smooth[0] - smooth[-1])
+    return float(steps[int(np.argmax(below))]) if below.any() else start
 
 
 def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None, *, window_steps,
@@ -76,7 +90,8 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
             steepness = kl_ratio if what == "kl" else ent_drop
             i = int(np.argmax(np.where(mask, steepness, -np.inf)))
             start, end = float(grid[i]), float(grid[i + shift])
-            explained = what != "kl" and _explained(difficulty, start, explained_zero_std_frac, window)
+            fall = _fall_step(e, start, end)
+            explained = what != "kl" and _explained(difficulty, fall, explained_zero_std_frac)
             return Evidence(int(round(start)), int(round(end)), {
                 "moved": what, "kl_start": float(kg[i]), "kl_end": float(kg[i + shift]),
                 "kl_ratio": float(kl_ratio[i]), "entropy_start": float(eg[i]),
@@ -102,7 +117,7 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, *, floor_frac, 
     need = max(min_breach_steps, min_breach_frac_of_run * v.span)
     for a, b in st.true_runs(smooth < floor):
         if v.steps[b] - v.steps[a] >= need:
-            explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac, need)
+            explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac)
             return Evidence(int(v.steps[a]), int(v.steps[b]), {
                 "signal": v.signal, "key": v.key, "early": early, "floor": floor,
                 "lowest": float(np.min(smooth[a:b + 1])), "last": float(smooth[b])},

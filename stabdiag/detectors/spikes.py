@@ -88,7 +88,9 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
         sd[i] = st.robust_sd(head)
     # a history that is flat to the logged precision (a GRPO loss printed as 0.0000 for 30 steps) has a
     # MAD of 0; the run's own point-to-point noise is the floor, so 0.0001 is not a spike
-    sd = np.maximum(sd, np.maximum(st.noise_sd(v.values), 1e-6 * np.abs(med) + 1e-12))
+    # and a loss printed to 4 decimals moves in steps of 0.0001: one printed step is the least noise
+    floor = max(st.noise_sd(v.values), st.logged_quantum(v.values))
+    sd = np.maximum(sd, np.maximum(floor, 1e-6 * np.abs(med) + 1e-12))
     jump = v.values - med
     positive_level = med > 3.0 * sd
     spike = (jump >= min_jump_sd * sd) & np.where(positive_level, v.values >= min_ratio * med, True)

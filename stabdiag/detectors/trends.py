@@ -20,8 +20,8 @@ _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|
 
 
 def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd, max_flat_gain_rel,
-                     max_flat_upper_rel, flat_se, edge_frac, min_flat_points,
-                     min_covered_frac) -> Evidence | NotJudged | None:
+                     max_flat_upper_rel, flat_se, edge_frac, min_flat_points, min_covered_frac,
+                     shared_units: bool = False) -> Evidence | NotJudged | None:
     """`rising` climbs clearly to its peak while the `flat` curves do not follow it.
 
     The rise is measured in the rising curve's own noise sds.  Each flat curve (an eval) is regressed on
@@ -41,17 +41,21 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd
     start_level = st.edge_level_by_steps(r.steps, r.values, edge_frac)
     peak = int(np.argmax(smooth))
     rise = float(smooth[peak] - start_level)
-    noise = max(st.noise_sd(r.values), 1e-12 * max(abs(start_level), 1.0))
-    if rise <= 0 or rise < min_rise_sd * noise or r.steps[peak] - r.steps[0] < min_steps:
+    if rise <= 0:
         return None
     high = np.flatnonzero(smooth[peak:] >= start_level + 0.8 * rise)
     last = peak + int(high[-1]) if len(high) else peak
+    # the noise of the rise and its plateau: a reward stuck at 0 after a collapse has no noise at all
+    noise = max(st.noise_sd(r.values[:last + 1]), 1e-12 * max(abs(start_level), 1.0))
+    if rise < min_rise_sd * noise or r.steps[peak] - r.steps[0] < min_steps:
+        return None
     window = (float(r.steps[0]), float(r.steps[last]))
     changes: dict[str, float] = {}
     unread: list[str] = []
     for curve in flat:
         verdict = _eval_against_rise(curve, r, smooth, start_level, rise, window, min_flat_points,
-                                     min_covered_frac, max_flat_gain_rel, max_flat_upper_rel, flat_se)
+                                     min_covered_frac, max_flat_gain_rel, max_flat_upper_rel, flat_se,
+                                     shared_units)
         if verdict == "tracks":
             return None
         if isinstance(verdict, str):
@@ -69,8 +73,10 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd
 
 def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: float, rise: float,
                        window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
-                       upper_rel: float, se_count: float) -> str | float:
-    """"tracks", the eval's change over the rise (flat), or why it cannot be read (a str)."""
+                       upper_rel: float, se_count: float, shared_units: bool) -> str | float:
+    """"tracks", the eval's change over the rise (flat), or why it cannot be read (a str).  The change
+    is read against the eval's own level, or, for curves in the rising curve's units (components of
+    one summed reward), against the rise itself."""
     c = curve.finite()
     keep = (c.steps >= window[0]) & (c.steps <= window[1])
     if keep.sum() < min_points:
@@ -79,7 +85,7 @@ def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: 
     if float(progress.max() - progress.min()) < min_covered:
         return f"{c.signal} sees {float(progress.max() - progress.min()):.0%} of the rise (needs {min_covered:.0%})"
     gain, gain_se = _ols_slope(progress, c.values[keep])
-    scale = max(float(np.median(np.abs(c.values[keep]))), 1e-12)
+    scale = rise if shared_units else max(float(np.median(np.abs(c.values[keep]))), 1e-12)
     rel, rel_se = gain / scale, gain_se / scale
     if rel > gain_rel and rel - se_count * rel_se > 0:
         return "tracks"
@@ -175,7 +181,9 @@ def component_divergence(components: list[Curve], **params) -> Evidence | NotJud
     reasons = []
     judged = False
     for other in others:
-        result = trend_divergence(other, checks, **params)
+        # the components are summands of one reward: their units are shared, so correctness's change is
+        # read against the other component's rise (an offset on the reward moves neither)
+        result = trend_divergence(other, checks, shared_units=True, **params)
         if isinstance(result, Evidence):
             return result
         if isinstance(result, NotJudged):
@@ -191,15 +199,17 @@ def is_correctness(signal: str) -> bool:
         r"format|length|len\b|xml|tag|style|count", signal, re.IGNORECASE)
 
 
-def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac, min_climb, min_rise_sd,
-                                edge_frac, min_steps) -> Evidence | NotJudged | None:
+def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac, fail_end_frac, min_climb,
+                                min_rise_sd, edge_frac, min_steps) -> Evidence | NotJudged | None:
     """A fraction (responses cut off at the length cap) climbs toward 1 while the reward rises: the
-    reward pays for length even though the cap keeps length from doubling."""
+    reward pays for length even though the cap keeps length from doubling.  Below `fail_end_frac` it
+    warns (the answers may need more room); at or above it nearly every answer is cut off: it fails."""
     f, r = fraction.finite(), rising.finite()
     if len(f.steps) < 10 or f.span < min_steps or len(r.steps) < 10:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a climb is judged over "
                          f">= {min_steps:g} steps and 10 points")
-    start = st.edge_level_by_steps(f.steps, f.values, edge_frac)
+    # a climb inside the first tenth of the run must not become the start: the first points count too
+    start = min(st.edge_level_by_steps(f.steps, f.values, edge_frac), float(np.median(f.values[:3])))
     end = st.edge_level_by_steps(f.steps, f.values, edge_frac, end=True)
     if end < min_end_frac or end - start < min_climb:
         return None
@@ -208,7 +218,7 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac,
     if inside.sum() < 10:
         return NotJudged(f"{r.signal} has too few points beside {f.signal}")
     rv = r.values[inside]
-    r_start = st.edge_level_by_steps(r.steps[inside], rv, edge_frac)
+    r_start = min(st.edge_level_by_steps(r.steps[inside], rv, edge_frac), float(np.median(rv[:3])))
     r_end = st.edge_level_by_steps(r.steps[inside], rv, edge_frac, end=True)
     noise = max(st.noise_sd(rv), 1e-12 * max(abs(r_start), 1.0))
     if (r_end - r_start) < min_rise_sd * noise:
@@ -217,4 +227,5 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac,
     onset = int(f.steps[np.argmax(smooth >= start + 0.25 * (end - start))])
     return Evidence(onset, int(f.steps[-1]), {
         "signal": f.signal, "key": f.key, "frac_start": start, "frac_end": end, "reward_key": r.key,
-        "reward_start": r_start, "reward_end": r_end, "reward_rise_sd": (r_end - r_start) / noise})
+        "reward_start": r_start, "reward_end": r_end, "reward_rise_sd": (r_end - r_start) / noise},
+        severity=None if end >= fail_end_frac else "warn")

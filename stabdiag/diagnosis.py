@@ -131,6 +131,7 @@ class Diagnosis:
     sources: tuple[str, ...] = field(default=())
     framework: str | None = None        # the framework recognised from the run's keys, e.g. "verl"
     kind: str = "rl"                    # "rl", or "sft" for supervised fine-tuning / pretraining
+    ending: object | None = None        # stabdiag.ending.Ending: how the run ended, where the logs say
     signal_sources: dict[str, str] = field(default_factory=dict)   # signal -> the file it was read from
     trends: tuple[Trend, ...] = field(default=(), compare=False)   # display only; not in to_dict()
 
@@ -160,7 +161,8 @@ class Diagnosis:
                 "findings": [f.to_dict() for f in self.findings],
                 "unknown": [u.to_dict() for u in self.unknown],
                 "signals": dict(self.signals), "signal_sources": dict(self.signal_sources),
-                "framework": self.framework, "kind": self.kind, "resumed": self.resumed,
+                "framework": self.framework, "kind": self.kind,
+                "ending": self.ending.to_dict() if self.ending is not None else None, "resumed": self.resumed,
                 "first_nonfinite_step": self.first_nonfinite_step,
                 "steps": list(self.steps) if self.steps else None, "notes": list(self.notes)}
 

@@ -61,6 +61,9 @@ def _inputs(rule: Rule, signals: Signals, cutoff: int | None) -> tuple[dict, lis
     kwargs: dict = {}
     missing: list[str] = []
     for arg, name in rule.signals.items():
+        if name == "ending":
+            kwargs[arg] = signals.run.meta.get("ending")
+            continue
         if name.endswith(":*"):
             curves = [c for n in signals.matching(name) if (c := _curve(signals, n, cutoff)) is not None]
             kwargs[arg] = curves
@@ -170,6 +173,8 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
             continue
         values = {**rule.all_params(), **(params or {}).get(rule.id, {})}
         result = rule.spec.fn(**kwargs, **values)
+        if rule.requires == "event" and not isinstance(result, Evidence):
+            continue                      # an event rule only reports; its silence judges nothing
         if isinstance(result, NotJudged):
             unknown.append(Unknown(rule.id, rule.layer, (), result.reason))
             continue
@@ -184,13 +189,13 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
         [s.steps for s in run.series.values() if len(s)]
     span = (int(min(a[0] for a in all_steps)), int(max(a[-1] for a in all_steps))) if all_steps else None
     notes = list(run.notes) + list(signals.notes)
-    if run.resumed:
+    if run.duplicate_steps:
         notes.append(f"resumed run: {run.duplicate_steps} step(s) were written again after a restart; "
                      "the last write of each step was used")
     return Diagnosis(run=run.name, layers=tuple(layers), findings=tuple(findings), unknown=tuple(unknown),
                      signals=signals.mapping(), root_layer=root, notes=tuple(notes), resumed=run.resumed,
                      first_nonfinite_step=_first_nonfinite(signals), steps=span, sources=run.sources,
-                     framework=signals.framework, kind=signals.kind,
+                     framework=signals.framework, kind=signals.kind, ending=run.meta.get("ending"),
                      signal_sources={n: s.source for n, s in signals.series.items() if s.source})
 
 

@@ -30,6 +30,7 @@ _OPTIONAL = ("optional_signals", "params", "known_limits", "aliases", "requires"
 EVAL_ANY = "eval:*"
 REWARD_COMPONENTS = "reward:*"
 FAMILIES = (EVAL_ANY, REWARD_COMPONENTS)     # wirings that stand for every signal of a family
+RUN_INPUTS = ("ending",)                      # run-level facts, not series: how the run ended
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,8 @@ class Rule:
     params: dict[str, float]
     example_fires: str
     example_quiet: str
-    requires: str = "all"             # "all" signals present, or "any" one of them
+    requires: str = "all"             # "all" signals present, "any" one of them, or an "event" rule that
+                                      # only ever reports (never judges a layer clean, never unknown)
     known_limits: str = ""
     aliases: tuple[str, ...] = ()
     check_first_sft: tuple[str, ...] = ()   # the advice for SFT / pretraining runs, where it differs
@@ -144,7 +146,7 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
     optional = body.get("optional_signals", {})
     for wiring in (body["signals"], optional):
         for signal in wiring.values():
-            if signal not in FAMILIES and not table.is_known(signal):
+            if signal not in FAMILIES and signal not in RUN_INPUTS and not table.is_known(signal):
                 raise fail(f"unknown signal '{signal}' (not in signals.toml)", signal)
     for key in ("check_first_sft", "consequence_of"):
         if not isinstance(body.get(key, []), list):
@@ -155,8 +157,8 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
     if not 2 <= len(body["check_first"]) <= 5:
         raise fail("check_first needs 2 to 5 steps", "check_first")
     requires = body.get("requires", "all")
-    if requires not in ("all", "any"):
-        raise fail(f"requires must be 'all' or 'any'; got {requires!r}", "requires")
+    if requires not in ("all", "any", "event"):
+        raise fail(f"requires must be 'all', 'any' or 'event'; got {requires!r}", "requires")
     return Rule(
         id=rid, layer=int(body["layer"]), title=body["title"], severity=body["severity"],
         status=body["status"], since=str(body["since"]), detector=body["detector"],

@@ -103,10 +103,11 @@ class Run:
 
     @property
     def resumed(self) -> bool:
-        """True when a metric's steps went backwards or a step was written again with another value (a
-        restart); bookkeeping keys re-logged at the same step, and copies of one history (a
-        checkpoint's trainer_state.json), are not a resume."""
-        return self.duplicate_steps > 0
+        """True when a metric's steps went backwards or a step was written again with another value, or
+        the run was started again in its output dir (a second TensorBoard folder or W&B run: assembly
+        counts them in meta["restarts"]); bookkeeping keys re-logged at the same step, and copies of one
+        history (a checkpoint's trainer_state.json), are not a resume."""
+        return self.duplicate_steps > 0 or bool(self.meta.get("restarts"))
 
     @property
     def duplicate_steps(self) -> int:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .ending import Ending, ending_of_wandb, pick
 from .run import Run, Series, is_bookkeeping
 
 _RANK = {"wandb": 0, "tensorboard": 0, "trainer_state": 1, "tabular": 1, "notebook": 2, "text": 2}
@@ -94,7 +95,7 @@ def merge_sources(name: str, sources: list[Source], root: str) -> Run:
         notes.append(f"{lower} adds steps the other files lack to {len(added)} key(s) "
                      f"({', '.join(added[:4])}{', ...' if len(added) > 4 else ''})")
     notes.extend(_restart_notes(sources, root))
-    return _run(name, sources, series, notes)
+    return _run(name, sources, series, notes, root)
 
 
 def _restart_notes(sources: list[Source], root: str) -> list[str]:
@@ -109,16 +110,39 @@ def _restart_notes(sources: list[Source], root: str) -> list[str]:
     return notes
 
 
-def _run(name: str, sources: list[Source], series: dict[str, Series], notes: list[str]) -> Run:
+def _run(name: str, sources: list[Source], series: dict[str, Series], notes: list[str], root: str) -> Run:
     meta: dict = {}
     for src in sorted(sources, key=lambda s: -s.rank):          # the best source's meta wins
         meta.update(src.run.meta)
     if len(sources) > 1:
         meta["format"] = " + ".join(dict.fromkeys(str(s.run.meta.get("format", s.kind)) for s in sources))
+    ending = _ending(sources, series, root)
+    meta.pop("ending", None)
+    if ending is not None:
+        meta["ending"] = ending
+    restarts = max((sum(s.kind == kind for s in sources) - 1 for kind in ("tensorboard", "wandb")), default=0)
+    if restarts > 0:
+        meta["restarts"] = restarts
     files = tuple(f for src in sources for r in (src.run,) for f in (r.sources or src.files))
     own_notes = tuple(n for src in sources for n in src.run.notes)
     warnings = tuple(w for src in sources for w in src.run.warnings)
     return Run(name, series, files, meta, own_notes + tuple(notes), warnings)
+
+
+def _ending(sources: list[Source], series: dict[str, Series], root: str) -> Ending | None:
+    """How the run ended, from the console tail and W&B's exit record, dated at the last logged step."""
+    found = []
+    for src in sources:
+        ending = src.run.meta.get("ending")
+        if isinstance(ending, Ending):
+            found.append(replace(ending, source=src.label(root)))
+        elif src.kind == "wandb":
+            found.extend(e for e in [ending_of_wandb(src.run.meta, src.label(root))] if e is not None)
+    ending = pick(found)
+    if ending is None:
+        return None
+    steps = [int(s.steps[-1]) for k, s in series.items() if len(s) and not is_bookkeeping(k)]
+    return replace(ending, step=max(steps) if steps else None)
 
 
 # --- HF names ---------------------------------------------------------------------------------------

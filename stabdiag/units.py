@@ -19,7 +19,7 @@ import numpy as np
 
 from .run import Series
 
-FRACTIONS = ("zero_std_frac", "truncation_rate", "clip_frac")
+FRACTIONS = ("zero_std_frac", "truncation_rate", "clip_frac", "clip_frac_low", "clip_frac_high")
 _ACCURACY_WORDS = re.compile(r"acc|pass|exact|match|solve|correct|rate|pct|percent|%", re.IGNORECASE)
 
 

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from stabdiag.ending import Ending
 from stabdiag.run import Run, Series
 
 _SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -52,5 +53,11 @@ def make_series(key: str, spec: dict, default_seed: int = 0) -> Series:
     return Series.from_points(key, np.concatenate([old_steps, steps]), np.concatenate([old_values, values]))
 
 
-def make_run(name: str, series_specs: dict[str, dict]) -> Run:
-    return Run(name, {key: make_series(key, spec, i) for i, (key, spec) in enumerate(series_specs.items())})
+def make_run(name: str, series_specs: dict[str, dict], ending: dict | None = None) -> Run:
+    """A run from series specs; `ending` ({kind, message}) is how its console said it ended."""
+    series = {key: make_series(key, spec, i) for i, (key, spec) in enumerate(series_specs.items())}
+    meta = {}
+    if ending is not None:
+        last = max(int(s.steps[-1]) for s in series.values()) if series else None
+        meta["ending"] = Ending(ending["kind"], ending.get("message", ""), "console.log", last)
+    return Run(name, series, meta=meta)

@@ -16,7 +16,15 @@ import math
 
 from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param
 from .levels import level_above, log_ratio_off
-from .numeric import CHAIN, first_nonfinite, frozen_values, superseded_blowup, sustained_rise_over_early
+from .numeric import (
+    CHAIN,
+    ended_on_failure,
+    ended_on_nonfinite,
+    first_nonfinite,
+    frozen_values,
+    superseded_blowup,
+    sustained_rise_over_early,
+)
 from .policy import collapse_below, floor_breach, kl_entropy_joint
 from .spikes import rising_trend_before_event, spike_vs_ema, spike_vs_recent
 from .trends import (
@@ -24,6 +32,7 @@ from .trends import (
     fraction_climb_while_rising,
     growth_while_flat,
     high_fraction_sustained,
+    rise_from_best,
     trend_divergence,
 )
 
@@ -78,13 +87,19 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                    f">= {p['min_stretch_frac_of_run']:.0%} of the run")),
     DetectorSpec("fraction_climb_while_rising", fraction_climb_while_rising, (
         _p("min_end_frac", 0.5, 0.05, 1, "the fraction ends at least this high (a warning)"),
-        _p("fail_end_frac", 0.9, 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),
+        _p("fail_end_frac", 0.8, 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),
         _p("min_climb", 0.25, 0.01, 1, "... having climbed by at least this much (absolute, 0-1)"),
         _p("min_rise_sd", 5.0, 1, 100, "while the reward rises this many of its noise sds"),
         _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets start and end levels"),
         _p("min_steps", 20, 5, 1e6, "shortest run judged, in steps")),
         lambda p: (f"the fraction climbs by >= {p['min_climb']:g} to >= {p['min_end_frac']:g} while the reward "
                    f"rises >= {p['min_rise_sd']:g} noise sds")),
+    DetectorSpec("rise_from_best", rise_from_best, (
+        _p("min_rise_frac", 0.1, 0.02, 10, "the last points sit this fraction above the best value"),
+        _p("min_points", 4, 3, 1e6, "fewest points needed to judge"),
+        _p("min_points_after", 2, 1, 1e6, "points after the best that must hold the rise")),
+        lambda p: (f"the held-out loss ends >= {p['min_rise_frac']:.0%} above its best (median of the last "
+                   f"{p['min_points_after']:g} points) while the training loss keeps falling")),
     DetectorSpec("kl_entropy_joint", kl_entropy_joint, (
         _p("window_steps", 200, 5, 1e6, "window in which KL and entropy are compared"),
         _p("min_kl_ratio", 2.0, 1.1, 1e3, "KL end / start within the window"),
@@ -169,6 +184,12 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         lambda p: (f"a write that a restart replaced was NaN/Inf or >= {p['min_ratio']:g}x the value the "
                    f"rerun wrote at that step"),
         sees_nonfinite=True),
+    DetectorSpec("ended_on_nonfinite", ended_on_nonfinite, (),
+                 lambda p: "the console's last traceback (or guard) is a NaN/Inf failure", sees_nonfinite=True),
+    DetectorSpec("ended_on_failure", ended_on_failure, (),
+                 lambda p: "the console's tail shows out of memory, a collective timeout or lost worker, a kill "
+                           "signal or another exception, or W&B recorded a non-zero exit code",
+                 sees_nonfinite=True),
     DetectorSpec("level_above", level_above, (
         _p("warn_above", 0.05, 0, 1e9, "level that warns"),
         _p("fail_above", 0.1, 0, 1e9, "level that fails"),

@@ -38,11 +38,10 @@ def _level(values: Curve, level: np.ndarray, warn_above: float, fail_above: floa
         i = int(np.argmax(level))
         return _evidence(v, i, i, float(level[i]), fail_above, catastrophic=True, value=float(v.values[i]))
     need = v.points_for(min_stretch_steps, 2)
-    if len(level) < max(need, MIN_CLEAN_POINTS):
-        alone = f" (one value above {catastrophic_above:g} would count alone)" if math.isfinite(catastrophic_above) \
-            else ""
-        return NotJudged(f"{v.signal} has {len(level)} point(s); a level is judged on "
-                         f"{max(need, MIN_CLEAN_POINTS)}{alone}")
+    alone = f" (one value above {catastrophic_above:g} would count alone)" if math.isfinite(catastrophic_above) \
+        else ""
+    if len(level) < need:
+        return NotJudged(f"{v.signal} has {len(level)} point(s); a level is judged on {need}{alone}")
     smooth = st.rolling_median(level, min(5, need) | 1)
     best = None
     for a, b in st.true_runs(smooth > warn_above):
@@ -53,17 +52,23 @@ def _level(values: Curve, level: np.ndarray, warn_above: float, fail_above: floa
             if best is None or held > best[2]:
                 best = (a, b, held)
     if best is None:
+        if len(level) < MIN_CLEAN_POINTS:
+            return NotJudged(f"{v.signal} has {len(level)} point(s): none above the level, but "
+                             f"{MIN_CLEAN_POINTS} are needed to call it clean{alone}")
         return None
     a, b, held = best
-    i = a + int(np.argmax(smooth[a:b + 1]))
-    return _evidence(v, a, b, held, fail_above if held > fail_above else warn_above,
-                     severity=None if held > fail_above else "warn", value=float(v.values[i]))
+    # severity from the highest level held; the level reported is the stretch's median, the value the
+    # raw value at that median
+    median = float(np.median(level[a:b + 1]))
+    i = a + int(np.argmin(np.abs(level[a:b + 1] - median)))
+    return _evidence(v, a, b, median, fail_above if held > fail_above else warn_above,
+                     severity=None if held > fail_above else "warn", value=float(v.values[i]), peak=held)
 
 
-def _evidence(v: Curve, a: int, b: int, level: float, threshold: float, *, value: float,
+def _evidence(v: Curve, a: int, b: int, level: float, threshold: float, *, value: float, peak: float | None = None,
               catastrophic: bool = False, severity: str | None = None) -> Evidence:
     return Evidence(int(v.steps[a]), int(v.steps[b]), {
-        "signal": v.signal, "key": v.key, "level": level, "value": value,
+        "signal": v.signal, "key": v.key, "level": level, "peak": level if peak is None else peak, "value": value,
         "ratio": math.exp(-level) if level < 700 else 0.0,
         "off_pct": 100.0 * (1.0 - math.exp(-level)) if level < 700 else 100.0, "threshold": threshold,
         "points": int(b - a + 1), "catastrophic": "one value is enough" if catastrophic else ""},

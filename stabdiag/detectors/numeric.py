@@ -144,3 +144,26 @@ def superseded_blowup(loss: Curve | None = None, grad_norm: Curve | None = None,
                 ("Inf" if not math.isfinite(sup[i]) else f"{sup[i] / abs(kept[i]):.0f}x the rerun's value"),
                 "restart": int(sup_steps.min()), "rolled_back": int(len(np.unique(sup_steps)))})
     return None
+
+
+_SYSTEM_ENDINGS = ("hardware", "oom", "collective", "killed", "exception")
+
+
+def ended_on_nonfinite(ending=None) -> Evidence | None:
+    """The run died on a NaN/Inf (a sampling error on NaN probabilities, a "loss is nan" guard): a
+    numeric failure at its last logged step, whatever the logged metrics still showed."""
+    if ending is None or ending.kind != "nonfinite":
+        return None
+    step = ending.step if ending.step is not None else 0
+    return Evidence(step, step, {"message": ending.message, "source": ending.source, "step": step})
+
+
+def ended_on_failure(ending=None) -> Evidence | None:
+    """The job died of something other than a NaN: out of memory, a collective timeout or lost worker,
+    a kill signal, an exception.  The logs stop; whatever they showed is not the whole story."""
+    if ending is None or ending.kind not in _SYSTEM_ENDINGS:
+        return None
+    step = ending.step if ending.step is not None else 0
+    what = {"hardware": "a GPU hardware fault", "oom": "out of memory", "collective": "a collective / worker failure",
+            "killed": "killed by a signal", "exception": "an exception"}[ending.kind]
+    return Evidence(step, step, {"message": ending.message, "source": ending.source, "step": step, "what": what})

@@ -229,3 +229,34 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac,
         "signal": f.signal, "key": f.key, "frac_start": start, "frac_end": end, "reward_key": r.key,
         "reward_start": r_start, "reward_end": r_end, "reward_rise_sd": (r_end - r_start) / noise},
         severity=None if end >= fail_end_frac else "warn")
+
+
+def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | None = None, *,
+                   min_rise_frac, min_points, min_points_after) -> Evidence | NotJudged | None:
+    """A held-out loss climbs `min_rise_frac` above its best and stays there while the training loss
+    (`falling`) keeps falling: the model is fitting its training data, not the task (overfitting).  In
+    an RL run (a `reward` is logged) the eval loss is the surrogate on eval prompts and is not read."""
+    if reward is not None:
+        return NotJudged("an RL run's eval loss is the policy loss on eval prompts, not a held-out likelihood")
+    v = values.finite()
+    if len(v.values) < min_points:
+        return NotJudged(f"{v.signal} has {len(v.values)} points; {min_points:g} are needed")
+    best = int(np.argmin(v.values))
+    low = float(v.values[best])
+    after = v.values[best + 1:]
+    if low <= 0:
+        return NotJudged(f"{v.signal} reaches {low:.3g}: a rise is read as a fraction of a positive loss")
+    if len(after) < min_points_after:
+        return None
+    held = float(np.median(after[-int(min_points_after):]))
+    if held < (1 + min_rise_frac) * low:
+        return None
+    if falling is not None:
+        f = falling.finite()
+        before = f.values[f.steps <= v.steps[best]]
+        later = f.values[f.steps > v.steps[best]]
+        if len(before) and len(later) and float(np.median(later[-3:])) >= float(np.median(before[-3:])):
+            return None                       # the training loss rose too: a divergence, not overfitting
+    return Evidence(int(v.steps[best]), int(v.steps[-1]), {
+        "signal": v.signal, "key": v.key, "best": low, "best_step": int(v.steps[best]), "last": held,
+        "rise": held / low - 1.0})

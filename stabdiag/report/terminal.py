@@ -45,6 +45,8 @@ def _verdict_line(diag: Diagnosis) -> Text:
         text.append(f"  {diag.framework}", style="dim")
     if diag.resumed:
         text.append("  resumed", style="dim")
+    if diag.ending is not None and diag.ending.failed:
+        text.append(f"  ended: {diag.ending.kind} at step {diag.ending.step}", style="bold red")
     return text
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 
+from ...ending import ending_of_console
 from ...errors import InputError
 from ...run import Run
 from .. import _common
@@ -75,11 +76,15 @@ def load(path: str, **options) -> Run:
     reader = {"megatron": _megatron.read, "dschat": _read_dschat, "llmc": _read_llmc,
               "verl": _read_verl, "hf": hf_console.read, "loop": loop.read}[fmt]
     try:
-        return reader(path, text)
+        run = reader(path, text)
     except (ValueError, IndexError, KeyError, OverflowError, ZeroDivisionError) as exc:
         # a reader's own slip on an odd line must not stop the other files of the run from loading
         raise InputError(path, f"could not be read as {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {exc}); "
                                "please report this file") from None
+    ending = ending_of_console(text, os.path.basename(path))
+    if ending is not None:
+        run.meta["ending"] = ending
+    return run
 
 
 def _summary_note(path: str, fmt: str, metric_lines: int, total: int) -> str:

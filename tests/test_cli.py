@@ -108,7 +108,8 @@ def test_select_and_ignore():
 
 def test_map_overrides_the_alias_table(tmp_path):
     (tmp_path / "m.csv").write_text("step,my_loss\n" + "".join(f"{s},1.0\n" for s in range(1, 50)) + "50,nan\n")
-    assert json.loads(invoke("check", str(tmp_path), "--format", "json").stdout)["runs"][0]["verdict"] == "unknown"   # nothing it knows: never a pass
+    # nothing it knows is never a pass
+    assert json.loads(invoke("check", str(tmp_path), "--format", "json").stdout)["runs"][0]["verdict"] == "unknown"
     result = invoke("check", str(tmp_path), "--format", "json", "--map", "loss=my_loss")
     run = json.loads(result.stdout)["runs"][0]
     assert run["signals"]["loss"] == "my_loss" and run["root_layer"] == 3

@@ -3,6 +3,7 @@ reward's and the eval's units and of the logging cadence.  Shipped rule paramete
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from stabdiag.assemble import load
 from stabdiag.diagnosis import Status
 from stabdiag.engine import diagnose
 from stabdiag.run import Run, Series
+from stabdiag.report.signals import render_signals
 from stabdiag.signals import resolve
 from tests.casegen import make_run
 
@@ -61,6 +63,10 @@ def test_a_judge_score_1_to_10_is_not_read_as_percent():
     assert sig.series["eval:mt_bench_score"].values[-1] == pytest.approx(7.0)
     percent = resolve(make_run("pct", {"eval/gsm8k_accuracy": {"ramp": [30.0, 60.0], "every": 20}}))
     assert percent.units["eval:gsm8k"] == "percent, shown 0-1"
+    # decided once, in signals, and shown by `stabdiag signals`
+    shown = json.loads(render_signals([sig, percent], "json"))["runs"]
+    assert shown[0]["signals"]["eval:mt_bench_score"]["unit"] == "as logged"
+    assert shown[1]["signals"]["eval:gsm8k"]["unit"] == "percent, shown 0-1"
 
 
 def test_a_45_step_run_is_not_judged_on_layer_1():

@@ -34,7 +34,7 @@ def signals_dict(resolved: list[Signals]) -> dict:
     for sig in resolved:
         entries = {}
         for name, s in sig.series.items():
-            entries[name] = {"key": s.key, "source": s.source or None, "points": len(s),
+            entries[name] = {"key": s.key, "source": s.source or None, "unit": sig.units.get(name), "points": len(s),
                              "first_step": int(s.steps[0]) if len(s) else None,
                              "last_step": int(s.steps[-1]) if len(s) else None, "nonfinite": s.nonfinite_count}
         runs.append({"run": sig.run.name, "signals": entries, "unmapped": list(sig.unmapped),
@@ -64,6 +64,11 @@ def render_signals(resolved: list[Signals], format: str = "text", width: int = 1
                           _fmt(s.values[0]) if len(s) else "", _fmt(s.values[-1]) if len(s) else "",
                           str(s.nonfinite_count), *((s.source,) * per_signal))
         console.print(table)
+        decided = [f"{name} {unit}" for name, unit in sig.units.items() if unit != "as logged"]
+        judged_as_logged = [name for name, unit in sig.units.items() if unit == "as logged"]
+        if decided or judged_as_logged:
+            console.print("units: " + "; ".join(decided + ([", ".join(judged_as_logged) + " as logged (not a "
+                                                                   "percentage)"] if judged_as_logged else [])))
         if sig.unmapped:
             console.print("unmapped: " + ", ".join(sig.unmapped))
         for note in sig.notes:

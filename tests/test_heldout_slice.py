@@ -79,7 +79,6 @@ def _judged(diag) -> set[str] | None:
     return {r for x in layers for r in x}
 
 
-@pytest.mark.xfail(strict=False, reason="held-out targets: detector work in progress")
 @pytest.mark.parametrize("name", SLICE)
 def test_run_matches_label(corpus, name):
     labels, runs = corpus

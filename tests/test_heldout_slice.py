@@ -4,8 +4,7 @@ The held-out corpus is built by code that shares nothing with the tuning corpus 
 reward shapes and scales, noise models, cadences, step offsets, formats and metric names, and the newly
 reported failure patterns.  Each run must get its labelled verdict (pass / warn / fail / unknown) and root
 layer, fire its must-fire rules, keep its must-not-fire rules quiet, and say "not judged" for the rules its
-label names.  The detectors are being reworked to meet these labels, hence the xfail mark on the label
-test; the corpus itself must stay frozen (DIGEST), which is not marked.  The whole corpus and its figures:
+label names; the corpus itself must stay frozen (DIGEST).  The whole corpus and its figures:
 `python bench/score.py --part heldout`.
 """
 

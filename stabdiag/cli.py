@@ -110,14 +110,15 @@ def _check_file_map(settings, run) -> None:
             raise ConfigError(f"{where}: run '{run.name}' has no key '{key}'")
 
 
-def _diagnose_all(runs, rules, settings):
+def _diagnose_all(runs, rules, settings, **cost):
+    """`cost` carries --gpus / --gpu-hour-cost for the cost estimate."""
     from .engine import diagnose
 
     out = []
     for run in runs:
         _check_file_map(settings, run)
         out.append(diagnose(run, rules=rules, mapping=settings.map, select=list(settings.select),
-                            ignore=list(settings.ignore), params=settings.params))
+                            ignore=list(settings.ignore), params=settings.params, **cost))
     return out
 
 
@@ -188,6 +189,10 @@ def check(
                                                                      "log) as a run of its own."),
     allow_unknown: bool = typer.Option(False, "--allow-unknown", help="Exit 0 for a run nothing could be "
                                                                       "judged on (default: such a run exits 1)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs the run used, for the cost estimate "
+                                                                   "(default: the run's config, where it says)."),
+    gpu_hour_cost: Optional[float] = typer.Option(None, "--gpu-hour-cost", min=0.0,
+                                                  help="Price of one GPU-hour, to put the cost estimate in money."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (2 stays 2)."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
@@ -210,7 +215,7 @@ def check(
         terminal = fmt == "terminal" or output is not None
         runs = _load_runs(paths, with_files, step_col, progress=terminal, refresh=refresh,
                           split_sources=split_sources)
-        diagnoses = _diagnose_all(runs, rules, settings)
+        diagnoses = _diagnose_all(runs, rules, settings, gpus=gpus, gpu_hour_cost=gpu_hour_cost)
         if fmt in ("terminal", "markdown") or terminal:
             diagnoses = [with_trends(d, r, mapping=settings.map) for d, r in zip(diagnoses, runs)]
         comparisons = []

@@ -132,6 +132,8 @@ class Diagnosis:
     framework: str | None = None        # the framework recognised from the run's keys, e.g. "verl"
     kind: str = "rl"                    # "rl", or "sft" for supervised fine-tuning / pretraining
     ending: object | None = None        # stabdiag.ending.Ending: how the run ended, where the logs say
+    cost: dict | None = None            # stabdiag.cost.estimate: wasted compute, or the reason there is none
+    forecasts: tuple = ()               # stabdiag.forecast.Forecast: where a run still going is heading
     signal_sources: dict[str, str] = field(default_factory=dict)   # signal -> the file it was read from
     trends: tuple[Trend, ...] = field(default=(), compare=False)   # display only; not in to_dict()
 
@@ -162,7 +164,8 @@ class Diagnosis:
                 "unknown": [u.to_dict() for u in self.unknown],
                 "signals": dict(self.signals), "signal_sources": dict(self.signal_sources),
                 "framework": self.framework, "kind": self.kind,
-                "ending": self.ending.to_dict() if self.ending is not None else None, "resumed": self.resumed,
+                "ending": self.ending.to_dict() if self.ending is not None else None,
+                "cost": self.cost, "forecasts": [f.to_dict() for f in self.forecasts], "resumed": self.resumed,
                 "first_nonfinite_step": self.first_nonfinite_step,
                 "steps": list(self.steps) if self.steps else None, "notes": list(self.notes)}
 

@@ -21,8 +21,10 @@ from dataclasses import replace
 import numpy as np
 
 from . import _stats as st
+from .cost import estimate
 from .detectors import CHAIN, Curve, Evidence, NotJudged
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
+from .forecast import forecasts
 from .rules import Rule, load_rules, select_rules
 from .run import Run, is_bookkeeping
 from .signals import Signals, resolve
@@ -156,10 +158,29 @@ def _root(findings: list[Finding]) -> int | None:
     return None
 
 
+def _with_change_points(findings: list[Finding], signals: Signals) -> list[Finding]:
+    """Each finding on a trend gets the step where its signal's abrupt change began (two-sided CUSUM
+    against the signal's own early level): onset evidence that does not depend on the rule's window."""
+    out = []
+    for f in findings:
+        s = signals.get(str(f.evidence.get("signal", "")))
+        if s is None or "change_step" in f.evidence:
+            out.append(f)
+            continue
+        ok = np.isfinite(s.values)
+        steps, values = s.steps[ok], s.values[ok]
+        baseline = min(int(np.searchsorted(steps, f.start_step)), len(values) // 4)
+        i = st.cusum_change(values, baseline) if baseline >= 5 else None
+        out.append(replace(f, evidence={**f.evidence, "change_step": int(steps[i])}) if i is not None else f)
+    return out
+
+
 def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[str, str] | None = None,
              select: list[str] | None = None, ignore: list[str] | None = None,
-             params: dict[str, dict[str, float]] | None = None) -> Diagnosis:
-    """Check one run against the rules and return its Diagnosis."""
+             params: dict[str, dict[str, float]] | None = None, gpus: int | None = None,
+             gpu_hour_cost: float | None = None) -> Diagnosis:
+    """Check one run against the rules and return its Diagnosis; `gpus` and `gpu_hour_cost` turn the
+    cost estimate's hours into GPU-hours and money."""
     rules = select_rules(rules if rules is not None else load_rules(), select, ignore)
     signals = resolve(run, mapping)
     cutoff = persistent_nonfinite_step(signals)
@@ -181,7 +202,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
         judged[rule.layer].append(rule.id)
         if result is not None:
             findings.append(_finding(rule, result, signals.kind))
-    findings = _explain_consequences(findings, {r.id: r for r in rules})
+    findings = _explain_consequences(_with_change_points(findings, signals), {r.id: r for r in rules})
     root = _root(findings)
     findings = [f if root is None or f.layer <= root else replace(f, downstream=True) for f in findings]
     layers = [_layer(layer, findings, judged[layer], unknown) for layer in LAYERS]
@@ -192,10 +213,14 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     if run.duplicate_steps:
         notes.append(f"resumed run: {run.duplicate_steps} step(s) were written again after a restart; "
                      "the last write of each step was used")
+    resolved = {r.id: {**r.all_params(), **(params or {}).get(r.id, {})} for r in rules}
+    ending = run.meta.get("ending")
     return Diagnosis(run=run.name, layers=tuple(layers), findings=tuple(findings), unknown=tuple(unknown),
                      signals=signals.mapping(), root_layer=root, notes=tuple(notes), resumed=run.resumed,
                      first_nonfinite_step=_first_nonfinite(signals), steps=span, sources=run.sources,
-                     framework=signals.framework, kind=signals.kind, ending=run.meta.get("ending"),
+                     framework=signals.framework, kind=signals.kind, ending=ending,
+                     cost=estimate(run, signals, findings, root, gpus=gpus, gpu_hour_cost=gpu_hour_cost),
+                     forecasts=tuple(forecasts(signals, resolved, ending)),
                      signal_sources={n: s.source for n, s in signals.series.items() if s.source})
 
 

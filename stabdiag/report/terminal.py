@@ -10,6 +10,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..cost import describe as describe_cost
 from ..diagnosis import Diagnosis, Finding, Status, Trend
 from ..rules import LAYER_NAMES
 from .sparkline import cell_steps, rebin, short, sparkline
@@ -137,6 +138,10 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> No
         console.print(Text("Not judged - what each layer lacks:", style="bold"))
         _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) {r.unknown_reason}: "
                           + r.not_judged_text()) for r in unknown_layers])
+    for line in describe_cost(diag.cost or {}) if diag.cost else ():
+        console.print(Text(line))
+    for forecast in diag.forecasts:
+        console.print(Text(forecast.describe(), style="yellow"))
     for note in diag.notes:
         console.print(Text(f"note: {note}", style="dim"))
 

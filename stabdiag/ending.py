@@ -61,10 +61,11 @@ def ending_of_console(text: str, source: str) -> Ending | None:
     records follow was survived (a caught error, a retried step), so it is not the ending."""
     lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
     tail = lines[-_TAIL_LINES:]
+    # what comes after the last metric record: anything before it, the run went past
+    last_record = max((i for i, line in enumerate(tail) if _METRIC_RECORD.search(line)), default=-1)
+    tail = tail[last_record + 1:]
     trace = max((i for i, line in enumerate(tail) if line.startswith("Traceback (most recent call last)")),
                 default=None)
-    if trace is not None and any(_METRIC_RECORD.search(line) for line in tail[trace:]):
-        trace = None
     if trace is not None:
         error = next((m for line in tail[trace + 1:] if (m := _ERROR_LINE.match(line.strip()))), None)
         message = (f"{error.group(1)}: {error.group(2) or ''}".rstrip(": ") if error
@@ -75,7 +76,7 @@ def ending_of_console(text: str, source: str) -> Ending | None:
         hit = next((line.strip() for line in reversed(tail) if pattern.search(line)), None)
         if hit is not None:
             return Ending(kind, hit[:200], source)
-    if any(_FINISHED.search(line) for line in lines[-_TAIL_LINES:]):
+    if any(_FINISHED.search(line) for line in lines[-_TAIL_LINES:]):    # the summary is itself a record
         return Ending("finished", "the trainer printed its final summary", source)
     return None
 

@@ -1,13 +1,25 @@
-"""Reading text logs: plain or gzip-compressed, and JSON Lines with errors that name the line."""
+"""Reading text logs: plain or gzip-compressed, and JSON Lines with errors that name the line.
+
+A log may be read while its writer is still appending to it, so a last line without its newline may be
+half written (`8.281` of `8.281665186116612`).  Such a line is not read from a plain file, and the caller
+gets a note saying so.  A gzip file is complete once it decompresses (its stream has an end), so its last
+line is read as it is.  A JSON object line is whole exactly when it parses (no proper prefix of an object
+is one), so the last line of a JSON Lines file is read when it parses and left out with a note when not.
+"""
 
 from __future__ import annotations
 
 import gzip
 import io
 import json
+import os
+import zlib
 from collections.abc import Iterator
 
 from .errors import InputError
+
+# what a damaged gzip stream raises while it is read (BadGzipFile is an OSError)
+GZIP_ERRORS = (zlib.error, EOFError, gzip.BadGzipFile)
 
 
 def open_text(path: str):
@@ -17,14 +29,68 @@ def open_text(path: str):
     return open(path, encoding="utf-8", newline="")
 
 
-def json_lines(path: str) -> Iterator[tuple[int, object]]:
-    """(line number, parsed value) for every non-blank line; bad JSON is an InputError at its line."""
-    with open_text(path) as fh:
-        for lineno, text in enumerate(fh, 1):
-            text = text.strip()
-            if not text:
-                continue
+def is_gzip(path: str) -> bool:
+    return path.lower().endswith(".gz")
+
+
+def unfinished_line_note(path: str, line: int, why: str = "") -> str:
+    return (f"{os.path.basename(path)}:{line}: the last line has no newline yet{why} (the file is still "
+            "being written?); not read")
+
+
+def open_bytes(path: str):
+    """A binary handle on `path`, decompressing `.gz` files."""
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+
+
+def decoded(path: str, data: bytes, line: int | None = None) -> str:
+    """UTF-8 text of `data` (the whole file, or its line number `line`); bytes that are not UTF-8 are an
+    InputError naming the line and the byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if line is None:
+            line = 1 + data.count(b"\n", 0, exc.start)
+            column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        else:
+            column = exc.start
+        raise InputError(path, f"not UTF-8 text (byte 0x{data[exc.start]:02x}, the line's byte {column + 1})",
+                         line=line) from None
+
+
+def complete_text(path: str, notes: list[str]) -> str:
+    """The file's text up to its last newline; a last line without one is left out, with a note (see the
+    module docstring).  A gzip file's text is returned whole."""
+    with open_bytes(path) as fh:
+        data = fh.read()
+    if not is_gzip(path) and data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        if data[cut:].strip():
+            notes.append(unfinished_line_note(path, data.count(b"\n") + 1))
+        data = data[:cut]
+    return decoded(path, data)
+
+
+def json_lines(path: str, notes: list[str] | None = None) -> Iterator[tuple[int, object]]:
+    """(line number, parsed value) for every non-blank line; bad JSON is an InputError at its line,
+    except a last line without its newline (given `notes`): that one is left out with a note."""
+    with open_bytes(path) as fh:
+        for lineno, raw in enumerate(fh, 1):
+            unfinished = not raw.endswith(b"\n") and not is_gzip(path)
             try:
-                yield lineno, json.loads(text)
-            except json.JSONDecodeError as exc:
+                text = decoded(path, raw, lineno).strip()
+                if not text:
+                    continue
+                value = json.loads(text)
+            except (json.JSONDecodeError, InputError) as exc:
+                if unfinished and notes is not None:
+                    notes.append(unfinished_line_note(path, lineno, " and is not whole JSON"))
+                    return
+                if isinstance(exc, InputError):
+                    raise
                 raise InputError(path, f"not valid JSON ({exc.msg})", line=lineno) from None
+            except RecursionError:
+                raise InputError(path, "not valid JSON (nested too deeply to read)", line=lineno) from None
+            except ValueError as exc:            # e.g. an integer of more than 4300 digits
+                raise InputError(path, f"not valid JSON ({str(exc).splitlines()[0][:120]})", line=lineno) from None
+            yield lineno, value

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from types import ModuleType
 
+from ._paths import cannot_open, special_kind, why_not_readable
 from .errors import InputError
 from .loaders import loader_for, uri_loader
 from .loaders.tabular import is_rollout_dump
@@ -53,6 +55,7 @@ class RunFiles:
     uri: str | None = None
     root: str = ""
     refused: tuple[tuple[str, str], ...] = ()     # (file, why) log-like files no reader took
+    skipped: tuple[tuple[str, str], ...] = ()     # (path, why) unreadable files and folders: warnings
 
 
 def discover(source: str | os.PathLike[str], *, split_sources: bool = False) -> list[RunFiles]:
@@ -61,14 +64,17 @@ def discover(source: str | os.PathLike[str], *, split_sources: bool = False) -> 
     source = os.fspath(source)
     if uri_loader(source) is not None:
         return [RunFiles(name=source.rstrip("/").rsplit("/", 1)[-1], uri=source)]
-    if not os.path.exists(source):
-        raise InputError(source, "no such file or directory")
+    problem = why_not_readable(source)
+    if problem is not None:
+        raise InputError(source, problem)
     if os.path.isfile(source):
         return [_single_file(source)]
     claimed, refused, unreadable = _walk(source)
     if not claimed:
-        raise InputError(source, "no metric logs found in this directory" + _refusals(source, refused)
-                         + _unreadable_note(unreadable))
+        if any(os.path.normpath(path) == os.path.normpath(source) for path, _ in unreadable):
+            raise InputError(source, next(why for path, why in unreadable
+                                          if os.path.normpath(path) == os.path.normpath(source)))
+        raise InputError(source, "no metric logs found in this directory" + _refusals(source, refused + unreadable))
     groups: dict[str, list[str]] = {}
     roots = {_loader_root(path, loader) for path, loader in claimed}
     owners = _Owners(source, roots)
@@ -81,9 +87,7 @@ def discover(source: str | os.PathLike[str], *, split_sources: bool = False) -> 
         refused_here = tuple((f, why) for f, why in refused if _inside(f, root))
         runs.append(RunFiles(name=_display_name(root, source), files=tuple(groups[root]), root=root,
                              refused=refused_here))
-    if unreadable:
-        runs[0] = _with_refused(runs[0], unreadable)
-    return runs
+    return _with_skipped(runs, unreadable)
 
 
 def load_run(run_files: RunFiles, **options) -> Run:
@@ -104,28 +108,50 @@ def load_run(run_files: RunFiles, **options) -> Run:
     root = run_files.root or os.path.dirname(run_files.files[0])
     failed = [(exc.path, _problem(exc)) for exc in errors]
     if not sources:
-        if len(errors) == 1 and not run_files.refused:
+        if len(errors) == 1 and not run_files.refused and not run_files.skipped:
             raise errors[0]
-        raise InputError(root, "no readable metric log" + _refusals(root, failed + list(run_files.refused),
-                                                                   every=True))
+        tried = failed + list(run_files.refused) + list(run_files.skipped)
+        raise InputError(root, "no readable metric log" + _refusals(root, tried, every=True))
     run = merge_sources(run_files.name, sources, root)
-    warnings = tuple(f"{_rel(path, root)}: not read: {why}" for path, why in failed)
+    warnings = tuple(f"{_rel(path, root)}: not read: {why}" for path, why in failed + list(run_files.skipped))
     return Run(run.name, run.series, run.sources, run.meta, run.notes + warnings, run.warnings + warnings)
 
 
 def load(sources, *, split_sources: bool = False, **options) -> list[Run]:
-    """Every training run found under one or more paths or URIs."""
+    """Every training run found under one or more paths or URIs.  In a tree of runs, a run that cannot
+    be read at all is a warning on the others (naming it and why); only a path where nothing at all
+    could be read is an error."""
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
     runs: list[Run] = []
     for source in sources:
-        runs.extend(load_run(found, **options) for found in discover(source, split_sources=split_sources))
+        found = discover(source, split_sources=split_sources)
+        loaded, failed = [], []
+        for run_files in found:
+            try:
+                loaded.append(load_run(run_files, **options))
+            except InputError as exc:
+                if len(found) == 1:
+                    raise
+                failed.append((run_files.name, exc))
+        if not loaded:
+            raise failed[0][1] if len(failed) == 1 else InputError(
+                os.fspath(source), "no run could be read (" + "; ".join(f"{name}: {exc}" for name, exc in failed) + ")")
+        if failed:
+            lost = tuple(f"run {name} not read: {exc}" for name, exc in failed)
+            first = loaded[0]
+            loaded[0] = Run(first.name, first.series, first.sources, first.meta, first.notes + lost,
+                            first.warnings + lost)
+        runs.extend(loaded)
     return runs
 
 
 # --- finding files ------------------------------------------------------------------------------------
 
 def _single_file(path: str) -> RunFiles:
+    unreadable = cannot_open(path)
+    if unreadable is not None:
+        raise InputError(path, unreadable)
     loader = loader_for(path)
     if loader is None and is_rollout_dump(path):
         raise InputError(path, "a rollout dump, not a metric log; measure its drift with "
@@ -141,20 +167,28 @@ def _single_file(path: str) -> RunFiles:
 
 def _walk(source: str) -> tuple[list[tuple[str, ModuleType]], list[tuple[str, str]], list[tuple[str, str]]]:
     """(file, reader) for every metric log under `source`, the log-like files no reader takes, and
-    the folders that could not be listed."""
+    what could not be read at all (folders that could not be listed, files that cannot be opened, named
+    pipes and devices where a log was expected), each with why."""
     claimed: list[tuple[str, ModuleType]] = []
     refused: list[tuple[str, str]] = []
     unreadable: list[tuple[str, str]] = []
 
     def on_error(exc: OSError) -> None:
-        unreadable.append((exc.filename or source, f"cannot list this folder ({exc.strerror or exc})"))
+        where = exc.filename or source
+        unreadable.append((where, f"cannot list this folder ({exc.strerror or exc})"))
 
     for dirpath, dirnames, filenames in os.walk(source, onerror=on_error):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         in_wandb = "wandb" in os.path.relpath(dirpath, source).split(os.sep)
         for fname in sorted(filenames):
             path = os.path.join(dirpath, fname)
-            if os.path.islink(path) or fname in _NOT_LOGS:
+            if fname in _NOT_LOGS:
+                continue
+            problem = _not_a_file(path, fname, in_wandb)
+            if problem == "skip":
+                continue
+            if problem is not None:
+                unreadable.append((path, problem))
                 continue
             loader = loader_for(path)
             if loader is not None and (not in_wandb or loader.__name__.endswith(".wandb")):
@@ -162,6 +196,23 @@ def _walk(source: str) -> tuple[list[tuple[str, ModuleType]], list[tuple[str, st
             elif not in_wandb and os.path.splitext(fname.lower())[1] in _LOGLIKE:
                 refused.append((path, "no metric lines of a format stabdiag reads"))
     return claimed, refused, unreadable
+
+
+def _not_a_file(path: str, fname: str, in_wandb: bool) -> str | None:
+    """"skip" for what is never read (symbolic links, sockets, a pipe or device with no log's name),
+    why a file that looks like a log cannot be read, or None for a regular, readable file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as exc:
+        return f"cannot look it up ({exc.strerror or exc})"
+    if stat.S_ISLNK(mode):
+        return "skip"
+    kind = special_kind(mode)
+    looks_like_log = os.path.splitext(fname.lower())[1] in _LOGLIKE or fname.endswith((".json", ".wandb")) \
+        or "tfevents" in fname
+    if kind is not None:
+        return f"{kind}, not a regular file" if looks_like_log and not in_wandb else "skip"
+    return cannot_open(path)
 
 
 def _loader_root(path: str, loader: ModuleType) -> str:
@@ -271,9 +322,13 @@ def _refusals(root: str, refused: list[tuple[str, str]] | tuple[tuple[str, str],
     return f" (tried {text}{more})"
 
 
-def _unreadable_note(unreadable: list[tuple[str, str]]) -> str:
-    return "".join(f"; {path}: {why}" for path, why in unreadable)
-
-
-def _with_refused(run: RunFiles, extra: list[tuple[str, str]]) -> RunFiles:
-    return RunFiles(run.name, run.files, run.uri, run.root, run.refused + tuple(extra))
+def _with_skipped(runs: list[RunFiles], unreadable: list[tuple[str, str]]) -> list[RunFiles]:
+    """Each unreadable file or folder as a warning on the run whose folder holds it (else the first run)."""
+    if not unreadable:
+        return runs
+    by_run: dict[int, list[tuple[str, str]]] = {}
+    for path, why in unreadable:
+        owner = next((i for i, run in enumerate(runs) if run.root and _inside(path, run.root)), 0)
+        by_run.setdefault(owner, []).append((path, why))
+    return [RunFiles(run.name, run.files, run.uri, run.root, run.refused, run.skipped + tuple(by_run.get(i, ())))
+            for i, run in enumerate(runs)]

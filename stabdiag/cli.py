@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+import warnings
 from typing import Optional
 
 import typer
@@ -39,9 +40,14 @@ def _choice(flag: str, value: str, allowed: tuple[str, ...]) -> str:
 
 
 def _guarded(fn, debug: bool = False) -> None:
-    """Run a command body; library errors become one `error:` line and exit code 2."""
+    """Run a command body; library errors become one `error:` line and exit code 2.  numpy's warnings
+    about arithmetic on Inf and NaN (evidence in a metric, reported as findings) stay off stderr
+    unless --debug."""
     try:
-        fn()
+        with warnings.catch_warnings():
+            if not debug:
+                warnings.simplefilter("ignore", RuntimeWarning)
+            fn()
     except _Exit as done:
         raise typer.Exit(done.code) from None
     except StabdiagError as exc:
@@ -52,6 +58,11 @@ def _guarded(fn, debug: bool = False) -> None:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         raise typer.Exit(2) from None
+    except BrokenPipeError:
+        # the reader went away (`stabdiag ... | head`): not an error of ours; keep Python from
+        # complaining again when it flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(0) from None
     except Exception as exc:  # an internal error still gets one line; --debug shows the traceback
         if debug:
             raise
@@ -91,14 +102,18 @@ def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str],
 
 
 def _settings(paths: list[str], config: Optional[str], flags: dict):
-    """Defaults < config file (--config, else found next to the run or in the cwd) < flags."""
-    from .config import find_config, read_config, resolve_settings
+    """Defaults < config file (--config, else the project's: the cwd or a folder above it) < flags.
+    A config file inside the data is never read unless named with --config; each one is a warning."""
+    from .config import configs_in_data, find_config, read_config, resolve_settings
     from .signals import parse_mapping
 
     flags = {**flags, "map": parse_mapping(flags.get("map"))}
     cfg = read_config(config) if config else find_config(paths)
     if config and cfg is None:
         raise ConfigError(f"--config {config}: no [tool.stabdiag] table in it")
+    for ignored in configs_in_data(paths, cfg):
+        print(f"warning: {ignored}: not read: a config file beside the data being judged is never applied; "
+              "settings come from the project (the working directory up) or --config FILE", file=sys.stderr)
     return resolve_settings(cfg, flags)
 
 
@@ -128,6 +143,15 @@ def _write(path: str, text: str) -> None:
             handle.write(text)
     except OSError as exc:
         raise ConfigError(f"--output {path}: cannot write the report ({exc.strerror or exc})") from None
+
+
+def _refuse_to_overwrite(flag: str, output: Optional[str], inputs: list[str]) -> None:
+    """The report or image must never replace an input: the logs being judged are read-only."""
+    from ._paths import overwritten_input
+
+    victim = overwritten_input(output, [i for i in inputs if i]) if output else None
+    if victim is not None:
+        raise ConfigError(f"{flag} {output}: would overwrite the input {victim}; write it elsewhere")
 
 
 def _baseline(path: str, with_files: list[str], step_col: Optional[str], rules, settings):
@@ -206,6 +230,7 @@ def check(
         fmt = _choice("--format", format, FORMATS)
         if fail_on is not None:
             _choice("--fail-on", fail_on, FAIL_ON)
+        _refuse_to_overwrite("--output", output, [*paths, *with_files, baseline])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                     "fail-on": fail_on, "allow-unknown": allow_unknown,
                                                     "map": mapping, "param": params})
@@ -225,7 +250,8 @@ def check(
         chosen = select_rules(rules, list(settings.select), list(settings.ignore))
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
-        options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown}
+        options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
+                   "settings": settings}
         if output is not None:
             report = render(diagnoses, fmt, width=100, color=False, **options)
             _write(output, _with_comparisons(report, fmt, comparisons))
@@ -276,6 +302,7 @@ def plot(
 
         suffix = Path(output).suffix.lstrip(".").lower() if output else ""
         fmt = _choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
+        _refuse_to_overwrite("--output", output, [*paths, *with_files])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                     "map": mapping, "param": params})
         runs = _load_runs(paths, with_files, step_col, progress=False, refresh=False,
@@ -289,6 +316,7 @@ def plot(
         for run, diag in zip(runs, _diagnose_all(runs, rules, settings)):
             target = (str(Path(output) / default_name(run.name, fmt)) if folder
                       else output or default_name(run.name, fmt))
+            _refuse_to_overwrite("--output", target, [*paths, *with_files])
             draw(run, diag, target, fmt, mapping=settings.map)
             root = "no layer failed" if diag.root_layer is None else f"root layer {diag.root_layer}"
             print(f"wrote {target} ({diag.run}: {diag.verdict}, {root})")

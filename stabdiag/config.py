@@ -1,10 +1,14 @@
 """Settings for `stabdiag check`: defaults, then a config file, then command-line flags (flags win).
 
-The file is `[tool.stabdiag]` in a `pyproject.toml`, or the top level of a `stabdiag.toml`, found next to
-the run (the run directory, or the folder holding the run file) or in the working directory; a
-`stabdiag.toml` wins over a `pyproject.toml` in the same folder.  Keys are the long option names in
-kebab-case (ruff's convention) and anything the reader does not understand is refused, naming the file
-and the key, because a silently ignored `fail_on = "warn"` turns a CI gate off without anyone noticing.
+The file is `[tool.stabdiag]` in a `pyproject.toml`, or the top level of a `stabdiag.toml`, found in the
+working directory or the nearest folder above it that has one (the project, as ruff and pytest look),
+or named with --config; a `stabdiag.toml` wins over a `pyproject.toml` in the same folder.  A config
+file inside a directory being judged is never read unless --config names it: run directories are
+written by training jobs, and a file there must not be able to switch the gate off (`ignore = ["L1",
+"L2", "L3", "L4"]`).  Keys are the long option names in kebab-case (ruff's convention) and anything
+the reader does not understand is refused, naming the file and the key, because a silently ignored
+`fail_on = "warn"` turns a CI gate off without anyone noticing.  `rules` directories must exist and
+lie in the config file's folder or below it; others are named with --rules.
 
     [tool.stabdiag]
     fail-on = "warn"
@@ -116,21 +120,13 @@ def read_config(path: str | os.PathLike[str]) -> ConfigFile | None:
 
 
 def find_config(paths: list[str], cwd: str | os.PathLike[str] | None = None) -> ConfigFile | None:
-    """The config next to the first local run path, else in the working directory; None if neither."""
-    folders: list[Path] = []
-    for p in paths:
-        if "://" in p:
+    """The project's config: in the working directory or the nearest folder above it with one, skipping
+    folders inside a directory being judged (`paths`); None when there is none."""
+    data = _data_dirs(paths)
+    start = Path(cwd if cwd is not None else Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if any(folder == d or d in folder.parents for d in data):
             continue
-        local = Path(p)
-        folders.append(local if local.is_dir() else local.parent)
-        break
-    folders.append(Path(cwd) if cwd is not None else Path.cwd())
-    seen: set[Path] = set()
-    for folder in folders:
-        resolved = folder.resolve()
-        if resolved in seen:
-            continue
-        seen.add(resolved)
         for name in ("stabdiag.toml", "pyproject.toml"):
             candidate = folder / name
             if candidate.is_file():
@@ -138,6 +134,36 @@ def find_config(paths: list[str], cwd: str | os.PathLike[str] | None = None) -> 
                 if found is not None:
                     return found
     return None
+
+
+def _data_dirs(paths: list[str]) -> list[Path]:
+    return [Path(p).resolve() for p in paths if "://" not in p and os.path.isdir(p)]
+
+
+def configs_in_data(paths: list[str], used: ConfigFile | None) -> list[str]:
+    """Config files at the top of a directory being judged, or beside a file being judged, that were not
+    read (they used to be): each is worth a warning, so that nobody relies on one without knowing."""
+    out: list[str] = []
+    for p in paths:
+        if "://" in p:
+            continue
+        folder = Path(p) if os.path.isdir(p) else Path(p).parent
+        for name in ("stabdiag.toml", "pyproject.toml"):
+            candidate = folder / name
+            if not candidate.is_file() or (used is not None and candidate.resolve() == used.path.resolve()):
+                continue
+            if name == "pyproject.toml" and "[tool.stabdiag" not in _head_text(candidate):
+                continue
+            if _display(candidate) not in out:
+                out.append(_display(candidate))
+    return out
+
+
+def _head_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[:1 << 20]
+    except OSError:
+        return ""
 
 
 def _unknown_key(cfg: ConfigFile, key: str) -> ConfigError:
@@ -170,10 +196,14 @@ def _file_values(cfg: ConfigFile) -> dict[str, object]:
             values[key] = _string_list(cfg, key)
     if "rules" in cfg.table:
         folders = tuple(cfg.path.parent / d for d in _string_list(cfg, "rules"))
+        home = cfg.path.parent.resolve()
         for folder in folders:
             if not folder.is_dir():
                 raise cfg.error("rules", f"rules directory '{_display(folder)}' not found "
                                          "(paths are relative to the config file)")
+            if folder.resolve() != home and home not in folder.resolve().parents:
+                raise cfg.error("rules", f"rules directory '{_display(folder)}' is outside the config file's "
+                                         "folder; keep rule files in the project, or name them with --rules")
         values["rules"] = tuple(str(folder) for folder in folders)
     if "fail-on" in cfg.table:
         value = cfg.table["fail-on"]

@@ -7,11 +7,100 @@ evidence instead of being thrown away.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+# A step is an integer of magnitude at most 2**53: float64 (the detectors' arithmetic) and JSON readers
+# hold it exactly, and the difference of two steps never overflows int64.  No training run counts 9e15
+# steps; a larger "step" is a damaged or foreign value, and read as one would wrap round or go wrong.
+STEP_MAX = 1 << 53
+STEP_MIN = -STEP_MAX
+STEP_RANGE = "an integer in the step range (-2**53 to 2**53)"
+
+
+class StepError(ValueError):
+    """A step that is not an integer in the step range.  Readers check steps where they know the line
+    and say so there; this is the last guard, so that a step is never wrapped round or truncated."""
+
+
+def exact_step(raw) -> int | None:
+    """`raw` (an int, an integral float, or their text) as a step; None when it is not an integer in the
+    step range (inf, 1.5, 2**63, a 400-digit number, a word).  Integer text is read exactly, not via
+    float64."""
+    if isinstance(raw, (bool, np.bool_)):
+        return None
+    if isinstance(raw, (int, np.integer)):
+        value = int(raw)
+    elif isinstance(raw, (float, np.floating)):
+        number = float(raw)
+        if not math.isfinite(number) or number != math.floor(number):
+            return None
+        value = int(number)
+    elif isinstance(raw, str):
+        text = raw.strip()
+        try:
+            value = int(text)
+        except ValueError:                       # "1e3", "2.0", or more than Python's 4300 digits
+            try:
+                number = float(text)
+            except ValueError:
+                return None
+            return exact_step(number)
+    else:
+        return None
+    return value if STEP_MIN <= value <= STEP_MAX else None
+
+
+def as_float(raw) -> tuple[float, bool]:
+    """`raw` (a number) as float64, and whether it was too large for float64 (then it is ±Inf): a
+    400-digit integer in JSON is an overflowed value, never an exception."""
+    try:
+        return float(raw), False
+    except OverflowError:
+        return (math.inf if raw > 0 else -math.inf), True
+
+
+def in_step_range(steps: np.ndarray) -> np.ndarray:
+    """Which of some int64 steps lie in the step range."""
+    return (steps >= STEP_MIN) & (steps <= STEP_MAX)
+
+
+def as_steps(steps) -> np.ndarray:
+    """Steps as int64; StepError for one that is not an integer in the step range (never wrapped)."""
+    try:
+        arr = np.asarray(steps)
+    except OverflowError:
+        arr = np.asarray(steps, dtype=object)
+    if arr.dtype.kind == "b":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "i":
+        bad = ~in_step_range(arr)
+    elif arr.dtype.kind == "u":
+        bad = arr > np.uint64(STEP_MAX)
+    elif arr.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(arr) | (np.floor(arr) != arr) | (np.abs(arr) > float(STEP_MAX))
+    else:
+        bad = np.array([exact_step(v) is None for v in arr.ravel()], dtype=bool).reshape(arr.shape)
+        if not bad.any():
+            return np.array([int(v) for v in arr.ravel()], dtype=np.int64).reshape(arr.shape)
+    if bad.any():
+        raise StepError(f"step {shown_number(arr.ravel()[np.flatnonzero(bad.ravel())[0]])} is not {STEP_RANGE}")
+    return arr.astype(np.int64)
+
+
+def shown_number(value) -> str:
+    """A number as an error message quotes it: Python's repr, a long one cut in the middle."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = repr(value) if isinstance(value, (int, float, str)) else str(value)
+    if isinstance(value, int) and len(text) > 24:
+        return f"{text[:8]}...{text[-4:]} ({len(text)} digits)"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +122,7 @@ class Series:
         """Build a Series from points in write order; for a repeated step the last write wins.
         `write_order=False` is for points gathered from parts already sorted (their own restarts are
         passed as `stepped_back`)."""
-        steps = np.asarray(steps, dtype=np.int64)
+        steps = as_steps(steps)
         values = np.asarray(values, dtype=np.float64)
         walls = None if wall_time is None else np.asarray(wall_time, dtype=np.float64)
         order = np.argsort(steps, kind="stable")
@@ -131,7 +220,7 @@ class Run:
 def series_from_long(keys, steps, values, wall_time=None) -> dict[str, Series]:
     """Group long-format points (key, step, value) into Series, keeping write order per key."""
     keys = np.asarray(keys, dtype=object)
-    steps = np.asarray(steps, dtype=np.int64)
+    steps = as_steps(steps)
     values = np.asarray(values, dtype=np.float64)
     walls = None if wall_time is None else np.asarray(wall_time, dtype=np.float64)
     if len(keys) == 0:

@@ -22,7 +22,8 @@ runner = CliRunner()
 
 @pytest.fixture()
 def run_dir(tmp_path, monkeypatch):
-    """A copy of the reward-hacking run in a clean tmp tree; the cwd is an empty sibling folder."""
+    """A copy of the reward-hacking run in a clean tmp tree; the cwd is an empty sibling folder (the
+    project: config files are written there, since one inside the run directory is never read)."""
     target = tmp_path / "runs" / "hack"
     shutil.copytree(SAMPLES / "grpo_math_reward_hacking", target)
     work = tmp_path / "work"
@@ -47,10 +48,17 @@ def rules_of(result) -> set[str]:
 
 
 # --- where the file is found ------------------------------------------------------------------------
-def test_stabdiag_toml_next_to_the_run_is_used(run_dir):
-    write(run_dir, "stabdiag.toml", 'select = ["L3"]\n')
+def test_stabdiag_toml_in_the_cwd_is_used(run_dir):
+    write(Path.cwd(), "stabdiag.toml", 'select = ["L3"]\n')
     assert rules_of(check(str(run_dir), "-f", "json")) <= {"L3.nonfinite-values", "L3.grad-norm-spike",
                                                             "L3.grad-norm-precursor", "L3.loss-spike"}
+
+
+def test_stabdiag_toml_next_to_the_run_is_not_used(run_dir):
+    write(run_dir, "stabdiag.toml", 'select = ["L3"]\n')
+    result = check(str(run_dir), "-f", "json")
+    assert any(not r.startswith("L3.") for r in rules_of(result))
+    assert "stabdiag.toml: not read: a config file beside the data being judged" in result.stderr
 
 
 def test_pyproject_in_the_cwd_is_used(run_dir):
@@ -60,14 +68,14 @@ def test_pyproject_in_the_cwd_is_used(run_dir):
 
 
 def test_pyproject_without_the_table_is_skipped_and_stabdiag_toml_wins(run_dir, tmp_path):
-    write(run_dir, "pyproject.toml", '[tool.ruff]\nline-length = 100\n')
-    write(Path.cwd(), "stabdiag.toml", 'fail-on = "warn"\n')
+    write(Path.cwd(), "pyproject.toml", '[tool.ruff]\nline-length = 100\n')
+    write(tmp_path, "stabdiag.toml", 'fail-on = "warn"\n')               # the folder above the cwd
     cfg = find_config([str(run_dir)])
-    assert cfg is not None and cfg.path.name == "stabdiag.toml"
-    write(run_dir, "pyproject.toml", '[tool.stabdiag]\nfail-on = "fail"\n')
-    write(run_dir, "stabdiag.toml", 'fail-on = "warn"\n')
-    assert find_config([str(run_dir)]).path == run_dir / "stabdiag.toml"
-    assert read_config(run_dir / "pyproject.toml").where.endswith("pyproject.toml [tool.stabdiag]")
+    assert cfg is not None and cfg.path == tmp_path / "stabdiag.toml"
+    write(Path.cwd(), "pyproject.toml", '[tool.stabdiag]\nfail-on = "fail"\n')
+    write(Path.cwd(), "stabdiag.toml", 'fail-on = "warn"\n')
+    assert find_config([str(run_dir)]).path == Path.cwd().resolve() / "stabdiag.toml"
+    assert read_config(Path.cwd() / "pyproject.toml").where.endswith("pyproject.toml [tool.stabdiag]")
 
 
 def test_no_config_anywhere_means_defaults(run_dir):
@@ -81,13 +89,13 @@ def test_fail_on_from_file_and_flag_wins(run_dir):
     easy = run_dir.parent / "easy"
     shutil.copytree(SAMPLES / "grpo_easy_data", easy)          # verdict: warn
     assert check(str(easy)).exit_code == 0
-    write(easy, "stabdiag.toml", 'fail-on = "warn"\n')
+    write(Path.cwd(), "stabdiag.toml", 'fail-on = "warn"\n')
     assert check(str(easy)).exit_code == 1
     assert check(str(easy), "--fail-on", "fail").exit_code == 0
 
 
 def test_select_and_ignore_flags_replace_the_files_lists(run_dir):
-    write(run_dir, "stabdiag.toml", 'select = ["L3"]\nignore = ["L3.grad-norm-spike"]\n')
+    write(Path.cwd(), "stabdiag.toml", 'select = ["L3"]\nignore = ["L3.grad-norm-spike"]\n')
     from_file = rules_of(check(str(run_dir), "-f", "json"))
     assert "L3.nonfinite-values" in from_file and "L3.grad-norm-spike" not in from_file
     flagged = rules_of(check(str(run_dir), "-f", "json", "--select", "L1"))
@@ -100,7 +108,7 @@ def test_params_from_file_and_flag_wins_per_parameter(run_dir):
     # the sample's grad norm climbs 11.5x its baseline before the NaN: a 50x bar is not met
     base = rules_of(check(str(run_dir), "-f", "json"))
     assert "L3.grad-norm-precursor" in base
-    write(run_dir, "stabdiag.toml", """
+    write(Path.cwd(), "stabdiag.toml", """
         [params."L3.grad-norm-precursor"]
         rise_ratio = 50
     """)
@@ -110,7 +118,7 @@ def test_params_from_file_and_flag_wins_per_parameter(run_dir):
 
 
 def test_map_from_file_and_flag_wins_per_signal(run_dir):
-    write(run_dir, "stabdiag.toml", '[map]\nreward = "critic/rewards/mean"\nloss = "actor/pg_loss"\n')
+    write(Path.cwd(), "stabdiag.toml", '[map]\nreward = "critic/rewards/mean"\nloss = "actor/pg_loss"\n')
     signals = json.loads(check(str(run_dir), "-f", "json").stdout)["runs"][0]["signals"]
     assert signals["reward"] == "critic/rewards/mean" and signals["loss"] == "actor/pg_loss"
     result = check(str(run_dir), "-f", "json", "--map", "reward=critic/score/mean")
@@ -122,17 +130,17 @@ def test_rules_dirs_are_relative_to_the_file(run_dir):
     text = (resources.files("stabdiag") / "checklist" / "layer2_policy.toml").read_text(encoding="utf-8")
     block = "[[rule]]" + text.split("[[rule]]")[1]
     block = block.replace('id       = "L2.policy-moving-fast"', 'id       = "L2.custom-copy"')
-    extra = run_dir / "ci_rules"
+    extra = Path.cwd() / "ci_rules"
     extra.mkdir()
     write(extra, "custom.toml", block)
-    write(run_dir, "stabdiag.toml", 'rules = ["ci_rules"]\nselect = ["L2.custom-copy"]\n')
+    write(Path.cwd(), "stabdiag.toml", 'rules = ["ci_rules"]\nselect = ["L2.custom-copy"]\n')
     result = check(str(run_dir), "--show-settings")
     assert result.exit_code == 0
     assert re.search(r"select +L2.custom-copy  \(file stabdiag.toml", result.stdout.replace(str(run_dir) + "/", ""))
 
 
 def test_show_settings_says_where_each_value_came_from(run_dir):
-    write(run_dir, "stabdiag.toml", """
+    write(Path.cwd(), "stabdiag.toml", """
         fail-on = "warn"
         select = ["L1", "L3"]
         [map]
@@ -190,7 +198,7 @@ def test_bad_config_is_one_error_line_naming_file_and_key(run_dir, body, expecte
             body = body.replace("[map]", "[tool.stabdiag.map]").replace("[params.", "[tool.stabdiag.params.")
         else:
             body = "[tool.stabdiag]\n" + body
-    write(run_dir, kind, body)
+    write(Path.cwd(), kind, body)
     result = check(str(run_dir))
     assert result.exit_code == 2, result.output
     err = result.stderr
@@ -203,7 +211,7 @@ def test_bad_config_is_one_error_line_naming_file_and_key(run_dir, body, expecte
 
 
 def test_pyproject_tool_stabdiag_must_be_a_table(run_dir):
-    write(run_dir, "pyproject.toml", '[tool]\nstabdiag = 1\n')
+    write(Path.cwd(), "pyproject.toml", '[tool]\nstabdiag = 1\n')
     result = check(str(run_dir))
     assert result.exit_code == 2 and "pyproject.toml: [tool.stabdiag] must be a table" in result.stderr
 
@@ -236,7 +244,7 @@ def test_bad_flags_are_one_error_line(run_dir, args, expected):
 
 
 def test_flag_wins_even_when_the_file_value_is_fine_but_different(run_dir):
-    write(run_dir, "stabdiag.toml", '[params."L3.grad-norm-spike"]\nratio_vs_ema = 80\n')
+    write(Path.cwd(), "stabdiag.toml", '[params."L3.grad-norm-spike"]\nratio_vs_ema = 80\n')
     settings, _ = resolve_settings(find_config([str(run_dir)]),
                                    {"param": ["L3.grad-norm-spike.ratio_vs_ema=6"]})
     assert settings.params == {"L3.grad-norm-spike": {"ratio_vs_ema": 6.0}}

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from stabdiag.assemble import load
-from stabdiag.engine import diagnose
 from stabdiag.ending import Ending, ending_of_console, ending_of_wandb, pick
+from stabdiag.engine import diagnose
 
 FIXTURES = Path(__file__).parent / "fixtures" / "framework_runs"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"

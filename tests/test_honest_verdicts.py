@@ -13,8 +13,8 @@ import pytest
 from stabdiag.assemble import load
 from stabdiag.diagnosis import Status
 from stabdiag.engine import diagnose
-from stabdiag.run import Run, Series
 from stabdiag.report.signals import render_signals
+from stabdiag.run import Run, Series
 from stabdiag.signals import resolve
 from tests.casegen import make_run
 

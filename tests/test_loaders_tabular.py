@@ -138,6 +138,6 @@ def test_inputs_are_not_modified(tmp_path):
 def test_large_sparse_wide_csv_keeps_every_point(tmp_path):
     steps = np.arange(1, 20001)
     lines = ["step,loss,eval/acc"] + [f"{s},{1.0 / s},{0.5 if s % 200 == 0 else ''}" for s in steps]
-    (tmp_path / "big.csv").write_text("\n".join(lines))
+    (tmp_path / "big.csv").write_text("\n".join(lines) + "\n")
     run = one(tmp_path / "big.csv")
     assert len(run.series["loss"]) == 20000 and len(run.series["eval/acc"]) == 100

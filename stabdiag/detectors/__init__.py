@@ -80,7 +80,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("high_fraction_sustained", high_fraction_sustained, (
         _p("min_frac", 0.5, 0.05, 1, "fraction (0-1) that counts as high"),
         _p("min_stretch_steps", 30, 1, 1e6, "shortest high stretch, in steps"),
-        _p("min_stretch_frac_of_run", 0.2, 0, 1, "shortest high stretch, as a fraction of the run"),
+        _p("min_stretch_frac_of_run", 0.2, 0, 0.5, "shortest high stretch, as a fraction of the run"),
         _p("easy_level", 0.7, 0, 1, "a 0-1 reward at or above this: mostly all-correct groups"),
         _p("hard_level", 0.3, 0, 1, "a 0-1 reward at or under this: mostly all-wrong groups")),
         lambda p: (f"the fraction stays >= {p['min_frac']:g} for >= {p['min_stretch_steps']:g} steps and "
@@ -102,11 +102,11 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                    f"{p['min_points_after']:g} points) while the training loss keeps falling")),
     DetectorSpec("kl_entropy_joint", kl_entropy_joint, (
         _p("window_steps", 200, 5, 1e6, "window in which KL and entropy are compared"),
-        _p("min_kl_ratio", 2.0, 1.1, 1e3, "KL end / start within the window"),
+        _p("min_kl_ratio", 2.0, 1.1, 100, "KL end / start within the window"),
         _p("min_entropy_drop_frac", 0.4, 0.05, 1, "relative entropy drop within the window"),
         _p("min_kl", 1e-4, 0, 1, "KL below this is treated as this (KL starts at 0)"),
         _p("warmup_frac", 0.25, 0, 0.9, "KL-alone warnings ignore this leading fraction of the run"),
-        _p("min_kl_accel", 2.0, 1, 1e3, "KL-alone: window slope / previous window slope"),
+        _p("min_kl_accel", 2.0, 1, 100, "KL-alone: window slope / previous window slope"),
         _p("explained_zero_std_frac", 0.5, 0, 1, "zero-variance group fraction, before the drop, that explains it")),
         lambda p: (f"within {p['window_steps']:g} steps KL grows >= {p['min_kl_ratio']:g}x and entropy falls "
                    f">= {p['min_entropy_drop_frac']:.0%}; one alone warns")),
@@ -114,14 +114,14 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("floor_frac", 0.8, 0.05, 0.99, "floor as a fraction of the early-run level"),
         _p("early_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the early level"),
         _p("min_breach_steps", 20, 1, 1e6, "shortest breach, in steps"),
-        _p("min_breach_frac_of_run", 0.1, 0, 1, "shortest breach, as a fraction of the run"),
+        _p("min_breach_frac_of_run", 0.1, 0, 0.5, "shortest breach, as a fraction of the run"),
         _p("explained_zero_std_frac", 0.5, 0, 1, "zero-variance group fraction, before the drop, that explains it")),
         lambda p: (f"the signal stays below {p['floor_frac']:g}x its early level for >= "
                    f"{p['min_breach_steps']:g} steps and >= {p['min_breach_frac_of_run']:.0%} of the run")),
     DetectorSpec("collapse_below", collapse_below, (
         _p("collapse_frac", 0.1, 0.001, 0.5, "collapsed: at or below this fraction of the first points' level"),
         _p("min_collapse_steps", 10, 1, 1e6, "shortest collapsed stretch, in steps"),
-        _p("min_collapse_frac_of_run", 0.1, 0, 1, "shortest collapsed stretch, as a fraction of the run"),
+        _p("min_collapse_frac_of_run", 0.1, 0, 0.5, "shortest collapsed stretch, as a fraction of the run"),
         _p("first_points", 3, 1, 20, "first logged points whose highest value is the starting level")),
         lambda p: (f"the signal falls to <= {p['collapse_frac']:g}x the level of its first "
                    f"{p['first_points']:g} points and stays there >= {p['min_collapse_steps']:g} steps")),
@@ -133,7 +133,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
         _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back (at least 2 "
                                        "points)"),
-        _p("recover_sd", 5.0, 0, 1e3, "came back: their median, or 3 in a row, within this many robust sds "
+        _p("recover_sd", 5.0, 0, 100, "came back: their median, or 3 in a row, within this many robust sds "
                                       "of the level")),
         lambda p: (f"a point is >= {p['min_ratio']:g}x the median of the {p['window_steps']:g} steps "
                    f"before it and >= {p['min_jump_sd']:g} robust sds above it; at most "
@@ -146,7 +146,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("isolated_max_count", 1, 0, 100, "at most this many absorbed spike episodes per window only warn"),
         _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
         _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back"),
-        _p("recover_ratio", 2.0, 1, 1e6, "came back: their median, or 3 in a row, under this x the EMA"),
+        _p("recover_ratio", 2.0, 1, 100, "came back: their median, or 3 in a row, under this x the EMA"),
         _p("min_level_of_median", 0.2, 0, 1, "the EMA is floored at this x the run's median")),
         lambda p: (f"a point is > {p['ratio_vs_ema']:g}x the EMA (span {p['ema_span_steps']:g} steps) of the "
                    f"points before it and {p['min_jump_sd']:g} noise sds above it; at most "
@@ -169,14 +169,14 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         sees_nonfinite=True),
     DetectorSpec("frozen_values", frozen_values, (
         _p("min_frozen_steps", 20, 2, 1e6, "shortest frozen stretch, in steps"),
-        _p("min_frozen_frac_of_run", 0.1, 0, 1, "shortest frozen stretch, as a fraction of the run"),
+        _p("min_frozen_frac_of_run", 0.1, 0, 0.5, "shortest frozen stretch, as a fraction of the run"),
         _p("min_points", 5, 3, 1e6, "fewest logged points in the stretch")),
         lambda p: (f"the grad norm (else a nonzero loss) holds exactly one value for >= {p['min_frozen_steps']:g} "
                    f"steps and >= {p['min_frozen_frac_of_run']:.0%} of the run while the learning rate is not 0")),
     DetectorSpec("sustained_rise_over_early", sustained_rise_over_early, (
         _p("min_ratio", 3.0, 1.2, 100, "level over the early level that counts as diverged"),
         _p("min_stretch_steps", 20, 2, 1e6, "shortest diverged stretch, in steps"),
-        _p("min_stretch_frac_of_run", 0.1, 0, 1, "shortest diverged stretch, as a fraction of the run")),
+        _p("min_stretch_frac_of_run", 0.1, 0, 0.5, "shortest diverged stretch, as a fraction of the run")),
         lambda p: (f"the running median stays >= {p['min_ratio']:g}x the early level for >= "
                    f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run")),
     DetectorSpec("superseded_blowup", superseded_blowup, (
@@ -199,8 +199,8 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                    f"{p['fail_above']:g} (fail) for >= {p['min_stretch_steps']:g} steps, or one value "
                    f"exceeds {p['catastrophic_above']:g}")),
     DetectorSpec("log_ratio_off", log_ratio_off, (
-        _p("warn_above", 0.0953, 0, 1e9, "|log ratio| that warns"),
-        _p("fail_above", 0.693, 0, 1e9, "|log ratio| that fails"),
+        _p("warn_above", 0.0953, 0, 4.61, "|log ratio| that warns"),
+        _p("fail_above", 0.693, 0, 4.61, "|log ratio| that fails"),
         _p("min_stretch_steps", 5, 1, 1e6, "shortest stretch off, in steps (at least 2 points)"),
         _p("catastrophic_above", math.inf, 0, math.inf, "one |log ratio| above this fails alone")),
         lambda p: (f"|log ratio| stays above {p['warn_above']:.3g} (ratio off by {math.exp(p['warn_above']):.2f}x, "

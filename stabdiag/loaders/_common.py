@@ -7,8 +7,9 @@ import math
 import os
 import re
 
+from .._textio import unfinished_line_note as unfinished_note  # noqa: F401  (re-exported)
 from ..errors import InputError
-from ..run import Run, run_name_for, series_from_long
+from ..run import STEP_RANGE, Run, as_float, exact_step, run_name_for, series_from_long, shown_number
 
 SNIFF_BYTES = 65536
 # extensions that are documentation, code or another loader's business, never a console log
@@ -55,6 +56,15 @@ def read_text(path: str) -> str:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
+def without_unfinished_line(text: str) -> tuple[str, int | None]:
+    """`text` up to its last newline, and the number of the line left out after it (None when the text
+    ends with a newline or that line is blank): a writer still appending may be in the middle of it."""
+    if not text or text.endswith("\n"):
+        return text, None
+    cut = text.rfind("\n") + 1
+    return text[:cut], (text.count("\n") + 1 if text[cut:].strip() else None)
+
+
 def number(token: str) -> float | None:
     """A number as a log prints it: 2.3E+00, nan, -inf, 1,024; None when it is not a number."""
     text = token.strip().strip(",;").replace(",", "")
@@ -72,34 +82,63 @@ def number(token: str) -> float | None:
 class Points:
     """Long-format points collected in write order, turned into a Run at the end.  With `skip_repeats`
     a point that repeats the value already written for its step and key is dropped: several ranks
-    printing the same line, or an eval record repeating the step's epoch, is not a resumed run."""
+    printing the same line, or an eval record repeating the step's epoch, is not a resumed run.
+
+    A point whose step is not an integer in the step range (`inf`, a 20-digit counter) is left out and
+    counted, and a value too large for float64 is Inf: both are said in a note, never an exception."""
 
     def __init__(self, skip_repeats: bool = False) -> None:
         self.keys: list[str] = []
         self.steps: list[int] = []
         self.values: list[float] = []
         self._last: dict[tuple[int, str], float] | None = {} if skip_repeats else None
+        self.bad_steps: list[tuple[object, int | None]] = []      # (step as given, line) left out
+        self.overflows: list[tuple[str, int | None]] = []         # (key, line) read as ±Inf
 
-    def add(self, step: int, key: str, value: float) -> None:
+    def add(self, step, key: str, value, line: int | None = None) -> None:
+        exact = exact_step(step)
+        if exact is None:
+            self.bad_steps.append((step, line))
+            return
+        number, overflowed = as_float(value)
+        if overflowed:
+            self.overflows.append((key, line))
         if self._last is not None:
-            prev = self._last.get((int(step), key))
-            if prev is not None and (prev == value or (math.isnan(prev) and math.isnan(value))):
+            prev = self._last.get((exact, key))
+            if prev is not None and (prev == number or (math.isnan(prev) and math.isnan(number))):
                 return
-            self._last[(int(step), key)] = float(value)
+            self._last[(exact, key)] = number
         self.keys.append(key)
-        self.steps.append(int(step))
-        self.values.append(float(value))
+        self.steps.append(exact)
+        self.values.append(number)
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def problem_notes(self, path: str) -> list[str]:
+        """What was left out or read as Inf, for the run's notes."""
+        name = os.path.basename(path)
+        notes = []
+        if self.bad_steps:
+            step, line = self.bad_steps[0]
+            where = f" (line {line})" if line is not None else ""
+            notes.append(f"{name}: {len(self.bad_steps)} point(s) left out: their step is not {STEP_RANGE} "
+                         f"(first: {shown_number(step)}{where})")
+        if self.overflows:
+            key, line = self.overflows[0]
+            where = f" at line {line}" if line is not None else ""
+            notes.append(f"{name}: {len(self.overflows)} value(s) too large for float64 read as Inf "
+                         f"(first: {key}{where})")
+        return notes
 
     def to_run(self, path: str, *, framework: str | None, fmt: str, notes: list[str],
                meta: dict | None = None) -> Run:
         """The Run of the points; `meta` adds what the reader knows beyond the format (the step axis)."""
         if not self.keys:
-            raise InputError(path, f"no metric lines found (read as {fmt})")
+            why = f"; {self.problem_notes(path)[0].split(': ', 1)[1]}" if self.bad_steps else ""
+            raise InputError(path, f"no metric lines found (read as {fmt}){why}")
         meta = {"format": fmt, **(meta or {})}
         if framework:
             meta["framework"] = framework
         return Run(run_name_for(path), series_from_long(self.keys, self.steps, self.values),
-                   (path,), meta, tuple(notes))
+                   (path,), meta, tuple(notes) + tuple(self.problem_notes(path)))

@@ -13,7 +13,7 @@ import math
 import re
 
 from ..errors import InputError
-from ..run import Run
+from ..run import STEP_RANGE, Run, as_float, exact_step, shown_number
 from . import _common
 from ._common import Points
 
@@ -34,6 +34,8 @@ def _parse(path: str) -> dict:
     text = _common.read_text(path)
     try:
         return json.loads(text)
+    except RecursionError:
+        raise InputError(path, "not valid JSON: nested too deeply to read") from None
     except ValueError:
         pass
     # lowercase nan / inf written by hand or by other JSON writers
@@ -41,6 +43,8 @@ def _parse(path: str) -> dict:
                           if m.group(2).lower().startswith("inf") else "NaN", text)
     try:
         return json.loads(fixed)
+    except RecursionError:
+        raise InputError(path, "not valid JSON: nested too deeply to read") from None
     except ValueError as exc:
         raise InputError(path, f"not valid JSON: {exc}") from None
 
@@ -49,7 +53,7 @@ def _value(raw) -> float | None:
     if isinstance(raw, bool):
         return float(raw)
     if isinstance(raw, (int, float)):
-        return float(raw)
+        return raw          # Points reads a 400-digit integer as Inf, with a note
     if isinstance(raw, str):
         return _common.number(raw)
     return None
@@ -64,23 +68,28 @@ def load(path: str, **options) -> Run:
     no_step = 0
     filtered: list[int] = []
     summary: dict[str, float] = {}
-    for entry in history:
+    bad_steps: list[tuple[int, object]] = []
+    for index, entry in enumerate(history):
         if not isinstance(entry, dict):
             continue
-        step = entry.get("step")
-        if not isinstance(step, (int, float)) or isinstance(step, bool):
+        raw_step = entry.get("step")
+        if not isinstance(raw_step, (int, float)) or isinstance(raw_step, bool):
             no_step += 1
+            continue
+        step = exact_step(raw_step)
+        if step is None:
+            bad_steps.append((index, raw_step))
             continue
         values = {k: v for k, v in ((k, _value(raw)) for k, raw in entry.items() if k != "step")
                   if v is not None}
         if _SUMMARY_KEYS & values.keys() and "loss" not in values:
-            summary.update({k: v for k, v in values.items() if k in _SUMMARY_KEYS})
+            summary.update({k: as_float(v)[0] for k, v in values.items() if k in _SUMMARY_KEYS})
             continue
-        if values.get("loss") == 0.0 and not math.isfinite(values.get("grad_norm", 0.0)):
+        if values.get("loss") == 0.0 and not math.isfinite(as_float(values.get("grad_norm", 0.0))[0]):
             values["loss"] = math.nan
-            filtered.append(int(step))
+            filtered.append(step)
         for key, value in values.items():
-            points.add(int(step), key, value)
+            points.add(step, key, value)
     notes = []
     if filtered:
         notes.append(f"{path}: loss 0.0 logged beside a non-finite grad_norm at step(s) "
@@ -88,9 +97,17 @@ def load(path: str, **options) -> Run:
                      "logging_nan_inf_filter hides a NaN loss this way; recorded as NaN")
     if no_step:
         notes.append(f"{path}: {no_step} log_history record(s) without a step skipped (e.g. predict_*)")
+    if bad_steps:
+        index, raw = bad_steps[0]
+        if not points:
+            raise InputError(path, f"step {shown_number(raw)} is not {STEP_RANGE}",
+                             key=f"log_history[{index}]")
+        notes.append(f"{path}: {len(bad_steps)} log_history record(s) skipped: their step is not "
+                     f"{STEP_RANGE} (first: log_history[{index}] step {shown_number(raw)})")
     run = points.to_run(path, framework="HF Trainer", fmt=FORMAT, notes=notes)
     if summary:
         run.meta["summary"] = summary
-    if isinstance(data.get("global_step"), int):
-        run.meta["global_step"] = data["global_step"]      # orders checkpoint copies against the final one
+    global_step = data.get("global_step")
+    if isinstance(global_step, int) and exact_step(global_step) is not None:
+        run.meta["global_step"] = global_step      # orders checkpoint copies against the final one
     return run

@@ -13,6 +13,7 @@ import os
 
 from ..diagnosis import Diagnosis, Status
 from ..rules import LAYER_NAMES
+from .settings import summary_line
 
 _LEVEL = {"fail": "error", "warn": "warning"}
 
@@ -46,6 +47,9 @@ def _file(diag: Diagnosis) -> str:
 
 def render(diagnoses: list[Diagnosis], **options) -> str:
     lines: list[str] = []
+    settings = summary_line(options.get("settings"))
+    if settings:                        # a config file or a flag that changes the verdict is never silent
+        lines.append(command("notice", settings, title="stabdiag settings"))
     for diag in diagnoses:
         file = _file(diag)
         for f in diag.findings:

@@ -6,7 +6,11 @@ import json
 
 from .._version import __version__
 from ..diagnosis import Diagnosis, report_dict
+from .settings import to_dict as settings_dict
 
 
 def render(diagnoses: list[Diagnosis], **options) -> str:
-    return json.dumps(report_dict(diagnoses, __version__), indent=2, allow_nan=False) + "\n"
+    doc = report_dict(diagnoses, __version__)
+    if options.get("settings") is not None:      # the config file and every value with its origin
+        doc["settings"] = settings_dict(options["settings"])
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"

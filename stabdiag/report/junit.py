@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 
 from ..diagnosis import SEVERITY_RANK, Diagnosis, Finding
 from ..rules import LAYER_NAMES
+from .settings import junit_properties
 
 
 def _rule_list(diag: Diagnosis, rules) -> list[tuple[str, int]]:
@@ -87,6 +88,8 @@ def render(diagnoses: list[Diagnosis], *, fail_on: str = "fail", rules=None, all
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for diag in diagnoses:
         suite = _suite(diag, rules, fail_on, allow_unknown)
+        for name, value in junit_properties(options.get("settings")):    # what the config changed
+            ET.SubElement(suite.find("properties"), "property", name=name, value=value)
         root.append(suite)
         for key in totals:
             totals[key] += int(suite.get(key, "0"))

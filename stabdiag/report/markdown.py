@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..diagnosis import Diagnosis, Status
 from ..rules import LAYER_NAMES
+from .settings import summary_line
 from .sparkline import rebin, sparkline
 
 _ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown"}
@@ -87,6 +88,9 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
 def render(diagnoses: list[Diagnosis], **options) -> str:
     """Markdown: a summary table when there are several runs, then one section per run."""
     lines = ["## stabdiag", ""]
+    settings = summary_line(options.get("settings"))
+    if settings:                        # a config file or a flag that changes the verdict is never silent
+        lines += [f"> {cell(settings)}", ""]
     heading = "###"
     if len(diagnoses) > 1:
         lines += ["| run | verdict | root layer | first finding |", "|---|---|---|---|"]

@@ -13,6 +13,7 @@ from rich.text import Text
 from ..cost import describe as describe_cost
 from ..diagnosis import Diagnosis, Finding, Status, Trend
 from ..rules import LAYER_NAMES
+from .settings import summary_line
 from .sparkline import cell_steps, rebin, short, sparkline
 
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
@@ -153,6 +154,9 @@ def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool 
     buffer = io.StringIO()
     console = Console(file=buffer, width=width or 100, force_terminal=color, no_color=not color,
                       highlight=False, soft_wrap=False)
+    settings = summary_line(options.get("settings"))
+    if settings:                        # a config file or a flag that changes the verdict is never silent
+        console.print(Text(settings, style="bold"))
     for i, diag in enumerate(diagnoses):
         if i:
             console.print()

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from ...errors import InputError, MissingExtraError
-from ...run import Run, Series, run_name_for
+from ...run import STEP_RANGE, Run, Series, in_step_range, run_name_for
 
 _FIRST_TAG_BYTES = 1 << 20        # how far into a file run_root looks for the first scalar tag
 _MAX_LISTED = 5                   # corrupt offsets named in one note
@@ -152,6 +152,8 @@ def _to_run(root: str, ordered: list[str], merged: _Merge, notes: list[str],
     if failures and not merged.files:
         raise failures[0]
     notes = [f"skipped {err}" for err in failures] + notes + merged.resume_notes()
+    for path, count in merged.out_of_range:
+        notes.append(f"{path}: {count} point(s) left out: their step is not {STEP_RANGE}")
     if not merged.points:
         found = ", ".join(f"{n} {kind}" for kind, n in sorted(merged.skipped.items()))
         where = root or ordered[0]
@@ -171,6 +173,7 @@ class _Merge:
         self.points: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         self.origin: dict[str, list[int]] = {}
         self.skipped: dict[str, int] = {}
+        self.out_of_range: list[tuple[str, int]] = []     # (file, points) whose step is out of range
 
     def add(self, path: str, sub: str, scalars) -> None:
         index = len(self.files)
@@ -179,6 +182,12 @@ class _Merge:
             self.skipped[kind] = self.skipped.get(kind, 0) + n
         for tag, columns in scalars.points.items():
             key = tag if not sub else _sub_key(sub, tag)
+            ok = in_step_range(columns[0])
+            if not ok.all():                     # an Event's int64 step of 2**63-1: see run.STEP_MAX
+                self.out_of_range.append((path, int(np.count_nonzero(~ok))))
+                columns = tuple(col[ok] for col in columns)
+                if not len(columns[0]):
+                    continue
             self.points.setdefault(key, []).append(columns)
             self.origin.setdefault(key, []).append(index)
 

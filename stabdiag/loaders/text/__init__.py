@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 
 from ...ending import ending_of_console
 from ...errors import InputError
 from ...run import Run
 from .. import _common
 from .._common import Points
-from . import _megatron, hf_console, loop
+from . import _console, _megatron, hf_console, loop
 
 _DSCHAT = re.compile(r"epoch:\s*(\d+)\s*\|\s*step:\s*(\d+)\s*\|(.*)")
 _DSCHAT_REWARD = re.compile(r"average reward score:\s*(\S+)")
-_LLMC = re.compile(r"^s:(\d+)\s+((?:\w+:\S+\s*)+)$")
+_LLMC = re.compile(r"^s:(\d+)\s+(\w+:\S+(?:\s+\w+:\S+)*)\s*$")    # pairs split by blanks: no backtracking
 _VERL = re.compile(r"(?:^|[\s)])step:(\d+)\s+-\s+(.*)$")
 _OVERFLOW = re.compile(r"OVERFLOW!|Skipping step", re.IGNORECASE)
 _SNIFF_BYTES = 512 * 1024   # a launcher's argument and config dump can run to a few hundred KB
@@ -75,16 +76,29 @@ def load(path: str, **options) -> Run:
         raise InputError(path, "no metric lines of a known console format found")
     reader = {"megatron": _megatron.read, "dschat": _read_dschat, "llmc": _read_llmc,
               "verl": _read_verl, "hf": hf_console.read, "loop": loop.read}[fmt]
+    complete, cut = _common.without_unfinished_line(text)
     try:
-        run = reader(path, text)
+        run = reader(path, complete)
+    except InputError as exc:
+        if cut is None:
+            raise
+        raise InputError(path, f"{exc.problem}; the last line ({cut}) has no newline yet (the file is still being "
+                               "written?) and was not read", line=exc.line, key=exc.key) from None
     except (ValueError, IndexError, KeyError, OverflowError, ZeroDivisionError) as exc:
         # a reader's own slip on an odd line must not stop the other files of the run from loading
         raise InputError(path, f"could not be read as {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {exc}); "
                                "please report this file") from None
-    ending = ending_of_console(text, os.path.basename(path))
+    ending = ending_of_console(text, os.path.basename(path))     # the whole text: a crash's last words count
     if ending is not None:
         run.meta["ending"] = ending
+    if cut is not None and _has_numbers(text[len(complete):]):
+        run = replace(run, notes=run.notes + (_common.unfinished_note(path, cut),))
     return run
+
+
+def _has_numbers(line: str) -> bool:
+    """A line with a number once progress bars are cut out: what a reader might have taken."""
+    return any(ch.isdigit() for _, piece in _console.segments(line) for ch in piece)
 
 
 def _summary_note(path: str, fmt: str, metric_lines: int, total: int) -> str:

@@ -143,8 +143,10 @@ def sniff(text: str) -> bool:
 
 
 def _int(pattern: re.Pattern, text: str) -> int | None:
+    """The count a banner line prints; None when absent or not a plausible count (a 400-digit number)."""
     match = pattern.search(text)
-    return int(match.group(1).replace(",", "")) if match else None
+    value = int(match.group(1).replace(",", "")[:20]) if match else None
+    return value if value is not None and 0 < value < 2 ** 53 else None
 
 
 def _banner(text: str) -> dict:
@@ -154,6 +156,8 @@ def _banner(text: str) -> dict:
         per_epoch = total // epochs if total % epochs == 0 else total / epochs
     logging = _LOGGING_STEPS.search(text)
     every = float(logging.group(1)) if logging else None
+    if every is not None and not 0 < every < 2 ** 53:
+        every = None                               # 1e999, 0: not a logging interval
     if every is not None and 0 < every < 1:        # a ratio of the total, as TrainingArguments allows
         every = math.ceil(every * total) if total else None
     first = _FIRST_STEP.search(text)
@@ -177,6 +181,8 @@ def _epoch_step(rec: _Record, per_epoch: float, every: int | None) -> int:
     """Step from the epoch; when the printed epoch cannot tell neighbouring steps apart, the nearest
     multiple of `every` (logging_steps for training lines, eval_steps for evals) within the rounding."""
     raw = rec.values["epoch"] * per_epoch
+    if not math.isfinite(raw) or abs(raw) >= 2 ** 63:
+        return raw                  # an epoch of inf: Points leaves the record out, with a note
     spread = _epoch_uncertainty(rec.raw_epoch, rec.quoted) * per_epoch
     if spread >= 0.5 and every:
         snapped = round(raw / every) * every

@@ -96,15 +96,25 @@ def _pipe_tables(text: str) -> list[list[list[str]]]:
 def _ipynb_html(path: str, raw: str) -> list[str]:
     try:
         nb = json.loads(raw)
+    except RecursionError:
+        raise InputError(path, "not a valid notebook: nested too deeply to read") from None
     except ValueError as exc:
         raise InputError(path, f"not a valid notebook: {exc}") from None
     out = []
-    for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
-        for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            html = output.get("data", {}).get("text/html")
-            if html:
-                out.append("".join(html) if isinstance(html, list) else str(html))
+    for cell in _dicts(nb.get("cells") if isinstance(nb, dict) else None):
+        for output in _dicts(cell.get("outputs")) if cell.get("cell_type") == "code" else []:
+            data = output.get("data")
+            html = data.get("text/html") if isinstance(data, dict) else None
+            if isinstance(html, list):
+                html = "".join(part for part in html if isinstance(part, str))
+            if isinstance(html, str) and html:
+                out.append(html)
     return out
+
+
+def _dicts(items) -> list[dict]:
+    """The dict entries of a notebook list (a hand-edited notebook may hold anything)."""
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def _read_raw(path: str) -> str | None:
@@ -127,7 +137,7 @@ def can_load(path: str) -> bool:
     return text is not None and _PIPE_HEADER.search(text) is not None
 
 
-def _tables_of(path: str) -> list[list[list[str]]]:
+def _tables_of(path: str, notes: list[str]) -> list[list[list[str]]]:
     raw = _read_raw(path)
     if raw is None:
         raise InputError(path, "cannot read (missing, binary or over 64 MB)")
@@ -136,11 +146,15 @@ def _tables_of(path: str) -> list[list[list[str]]]:
         return [t for html in _ipynb_html(path, raw) for t in _html_tables(html)]
     if ext in (".html", ".htm"):
         return _html_tables(raw)
-    return _pipe_tables(raw)
+    complete, cut = _common.without_unfinished_line(raw)      # a pasted table still being written
+    if cut is not None:
+        notes.append(_common.unfinished_note(path, cut))
+    return _pipe_tables(complete)
 
 
 def load(path: str, **options) -> Run:
-    tables = _tables_of(path)
+    cut: list[str] = []
+    tables = _tables_of(path, cut)
     points, rows, blank = Points(), 0, 0
     for table in tables:
         header = [_column(c) for c in table[0]]
@@ -154,7 +168,7 @@ def load(path: str, **options) -> Run:
                 if value is None:
                     blank += cell.strip() != ""   # "No log" cells are absent, not NaN
                     continue
-                points.add(int(step), key, value)
+                points.add(step, key, value)
     if not rows:
         raise InputError(path, "no progress-table rows with a Step column found")
     notes = [f"{os.path.basename(path)}: read {rows} row(s) of {len(tables)} progress table(s)"]
@@ -162,6 +176,7 @@ def load(path: str, **options) -> Run:
         notes.append(f"{os.path.basename(path)}: the table counts epochs, not steps: step = epoch")
     if blank:
         notes.append(f"{os.path.basename(path)}: {blank} cell(s) without a number ('No log') left out")
+    notes += cut
     return points.to_run(path, framework=None, fmt=FORMAT, notes=notes)
 
 

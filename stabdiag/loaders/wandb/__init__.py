@@ -20,7 +20,7 @@ import math
 import os
 
 from ...errors import InputError
-from ...run import Run, merge_runs, run_name_for
+from ...run import STEP_RANGE, Run, as_float, exact_step, merge_runs, run_name_for, shown_number
 from ._axes import axis_chooser, build_series
 from ._log import LogContents, read_log
 
@@ -130,55 +130,93 @@ def _run_from_log(path: str, log: LogContents, name: str, step_col: str | None) 
                      "wandb.finish()")
     if not history.row_steps:
         notes.append(f"{path}: the run logged no history rows")
+    if history.bad_steps:
+        notes.append(f"{path}: {history.bad_steps} history row(s) with a _step that is not {STEP_RANGE}: "
+                     "read at the record's own step")
     notes = [n if n.startswith(path) else f"{path}: {n}" for n in notes]
     return Run(name, series, (path,), meta, tuple(notes))
 
 
 def _run_from_history_jsonl(path: str, name: str, step_col: str | None) -> Run:
     """An old run's `files/wandb-history.jsonl`: one JSON row per `wandb.log`."""
-    columns: dict[str, tuple[list[int], list[float]]] = {}
-    row_steps: list[int] = []
-    row_walls: list[float] = []
+    rows = _HistoryRows()
     notes: list[str] = []
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8", newline="") as fh:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
                 try:
                     row = json.loads(line)
-                except ValueError:
-                    notes.append(f"{path}:{lineno}: skipped a line that is not whole JSON")
+                except (ValueError, RecursionError):
+                    notes.append(f"{path}:{lineno}: skipped a line that is not whole JSON"
+                                 + ("" if line.endswith("\n") else " (the last line, without its newline: "
+                                    "the file is still being written?)"))
                     continue
                 if isinstance(row, dict):
-                    _add_json_row(row, columns, row_steps, row_walls)
+                    rows.add(row, lineno)
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read the file ({exc})") from None
-    axis_of = axis_chooser(step_col, columns, [], path)
-    series = build_series(columns, row_steps, row_walls, axis_of, notes)
+    notes.extend(f"{path}:{n}" for n in rows.notes())
+    axis_of = axis_chooser(step_col, rows.columns, [], path)
+    series = build_series(rows.columns, rows.row_steps, rows.row_walls, axis_of, notes)
     root = run_root(path)
-    meta = {"format": "wandb-history-jsonl", "history_rows": len(row_steps)}
+    meta = {"format": "wandb-history-jsonl", "history_rows": len(rows.row_steps)}
     meta.update(_old_run_meta(os.path.join(root, "files")))
     return Run(name, series, (path,), meta, tuple(notes))
 
 
-def _add_json_row(row: dict, columns: dict, row_steps: list, row_walls: list) -> None:
-    index = len(row_steps)
-    flat: dict = {}
-    _flatten_scalars(row, "", flat)
-    step = flat.pop("_step", None)
-    wall = flat.pop("_timestamp", math.nan)
-    row_steps.append(int(step) if step is not None and math.isfinite(step) else
-                     (row_steps[-1] + 1 if row_steps else 0))
-    row_walls.append(wall)
-    for key, value in flat.items():
-        if key in _INTERNAL or key.startswith("_wandb"):
-            continue
-        column = columns.get(key)
-        if column is None:
-            column = columns[key] = ([], [])
-        column[0].append(index)
-        column[1].append(value)
+class _HistoryRows:
+    """The rows of a wandb-history.jsonl as per-key (rows, values) columns with each row's step.
+
+    A row whose `_step` is not an integer in the step range is left out (its line is named in a note);
+    a value too large for float64 is Inf, with a note."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, tuple[list[int], list[float]]] = {}
+        self.row_steps: list[int] = []
+        self.row_walls: list[float] = []
+        self.bad_step: list[tuple[int, object]] = []
+        self.overflow: list[tuple[int, str]] = []
+
+    def add(self, row: dict, lineno: int) -> None:
+        flat: dict = {}
+        _flatten_scalars(row, "", flat)
+        raw_step = flat.pop("_step", None)
+        if raw_step is not None and not (isinstance(raw_step, float) and math.isnan(raw_step)):
+            step = exact_step(raw_step)
+            if step is None:
+                self.bad_step.append((lineno, raw_step))
+                return
+        else:
+            step = self.row_steps[-1] + 1 if self.row_steps else 0
+        index = len(self.row_steps)
+        self.row_steps.append(step)
+        wall, _ = as_float(flat.pop("_timestamp", math.nan))
+        self.row_walls.append(wall)
+        for key, raw in flat.items():
+            if key in _INTERNAL or key.startswith("_wandb"):
+                continue
+            value, overflowed = as_float(raw)
+            if overflowed:
+                self.overflow.append((lineno, key))
+            column = self.columns.get(key)
+            if column is None:
+                column = self.columns[key] = ([], [])
+            column[0].append(index)
+            column[1].append(value)
+
+    def notes(self) -> list[str]:
+        """Notes as `LINE: text`, for the caller to prefix with the path."""
+        out = []
+        if self.bad_step:
+            line, raw = self.bad_step[0]
+            out.append(f"{line}: {len(self.bad_step)} row(s) left out: their _step is not {STEP_RANGE} "
+                       f"(first: {shown_number(raw)})")
+        if self.overflow:
+            line, key = self.overflow[0]
+            out.append(f"{line}: {len(self.overflow)} value(s) too large for float64 read as Inf (first: {key})")
+        return out
 
 
 def _flatten_scalars(obj: dict, prefix: str, out: dict) -> None:
@@ -187,8 +225,8 @@ def _flatten_scalars(obj: dict, prefix: str, out: dict) -> None:
         if isinstance(value, dict):
             if "_type" not in value:               # a logged dict; one with _type is media
                 _flatten_scalars(value, name + "/", out)
-        elif isinstance(value, (int, float)):      # bool included
-            out[name] = float(value)
+        elif isinstance(value, (int, float)):      # bool included; ints stay exact (a _step of 2**63)
+            out[name] = value
 
 
 def _old_run_meta(files_dir: str) -> dict:
@@ -198,9 +236,9 @@ def _old_run_meta(files_dir: str) -> dict:
         with open(os.path.join(files_dir, "wandb-summary.json"), encoding="utf-8") as fh:
             summary = json.load(fh)
         flat: dict = {}
-        _flatten_scalars(summary, "", flat)
-        meta["summary"] = {k: v for k, v in flat.items() if not k.startswith("_wandb")}
-    except (OSError, ValueError):
+        _flatten_scalars(summary if isinstance(summary, dict) else {}, "", flat)
+        meta["summary"] = {k: as_float(v)[0] for k, v in flat.items() if not k.startswith("_wandb")}
+    except (OSError, ValueError, RecursionError):
         pass
     try:
         import yaml
@@ -211,6 +249,6 @@ def _old_run_meta(files_dir: str) -> dict:
             raw = yaml.safe_load(fh) or {}
         meta["config"] = {k: (v.get("value") if isinstance(v, dict) and "value" in v else v)
                           for k, v in raw.items() if k not in ("_wandb", "wandb_version")}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, RecursionError):
         pass
     return meta

@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 import numpy as np
 
 from ...errors import InputError
-from ...run import Series
+from ...run import STEP_MAX, Series, as_steps
 
 
 def axis_chooser(step_col: str | None, columns, rules: list[tuple[str, bool, str]],
@@ -57,7 +57,7 @@ def build_series(columns: dict, row_steps, row_walls, axis_of, notes: list[str])
     at or before that row (wandb's step_sync); points logged before the axis has a value are left
     out, and an axis with non-integer values falls back to `_step`.
     """
-    row_steps = np.asarray(row_steps, dtype=np.int64)
+    row_steps = as_steps(row_steps)
     row_walls = np.asarray(row_walls, dtype=np.float64)
     axes = {}
     for key in columns:
@@ -69,11 +69,17 @@ def build_series(columns: dict, row_steps, row_walls, axis_of, notes: list[str])
         a_rows = np.asarray(columns[axis][0], dtype=np.int64)
         a_vals = np.asarray(columns[axis][1], dtype=np.float64)
         finite = np.isfinite(a_vals)
+        outside = finite & (np.abs(a_vals) > float(STEP_MAX))
+        if outside.any():
+            notes.append(f"x-axis '{axis}' holds {int(outside.sum())} value(s) outside the step range "
+                         "(-2**53 to 2**53); the points logged at them are left out")
+            finite &= ~outside
         if np.any(np.floor(a_vals[finite]) != a_vals[finite]):
             notes.append(f"x-axis '{axis}' holds non-integer values; its metrics are read against _step")
             axis_points[axis] = None
         else:
-            axis_points[axis] = (a_rows[finite], a_vals[finite])
+            kept = finite | outside                # an axis value out of range is no value: NaN
+            axis_points[axis] = (a_rows[kept], np.where(outside, np.nan, a_vals)[kept])
     series: dict[str, Series] = {}
     early: dict[str, int] = {}
     for key, (rows, values) in columns.items():

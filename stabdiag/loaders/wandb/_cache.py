@@ -34,9 +34,28 @@ def cache_root() -> Path:
 
 
 def run_cache_dir(entity: str, project: str, run_id: str) -> Path:
-    """The folder that holds one run's cached histories."""
+    """The folder that holds one run's cached histories; every part is one folder name below the
+    cache, never `.` or `..` (parse_uri refuses those first, with the URI in the message)."""
     safe = [re.sub(r"[^A-Za-z0-9._-]", "_", part) for part in (entity, project, run_id)]
+    if any(part in ("", ".", "..") for part in safe):
+        raise ValueError(f"not a folder name for the cache: {'/'.join(safe)!r}")
     return cache_root() / "wandb" / safe[0] / safe[1] / safe[2]
+
+
+def _private_dirs(folder: Path) -> None:
+    """Create `folder` and the folders above it that are missing, each readable by the user only
+    (0700): the cache holds runs' configs and summaries."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
 
 
 def to_table(points: dict, meta: dict):
@@ -61,8 +80,10 @@ def write_cache(path: Path, table) -> bool:
 
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, partial)
+        _private_dirs(path.parent)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)     # the user's only
+        with os.fdopen(fd, "wb") as handle:
+            pq.write_table(table, handle)
         os.replace(partial, path)
     except OSError:
         try:

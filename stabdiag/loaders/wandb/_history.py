@@ -21,7 +21,13 @@ import math
 
 import numpy as np
 
+from ...run import STEP_MAX, STEP_MIN, exact_step
+
 _INTERNAL = frozenset(("_step", "_timestamp", "_runtime"))
+
+
+class NotText(ValueError):
+    """A record whose keys or values are not UTF-8 text: the record is skipped, as a corrupt one is."""
 _BOOLS = {"true": 1.0, "false": 0.0}
 
 
@@ -54,7 +60,7 @@ def _typed_value(item) -> float | None:
     if which == "json":
         try:
             value = json.loads(item.json)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return float(value) if isinstance(value, (int, float)) else None
     return None
@@ -170,6 +176,8 @@ class History:
     def __init__(self, raw_class=None, decode=None) -> None:
         self.row_steps: list[int] = []
         self.row_walls: list[float] = []
+        self.bad_steps = 0                      # rows whose `_step` is not an int64 (kept at their own step)
+        self.undecodable = 0                    # buffered rows that wandb's classes could not decode
         self._raw_class = raw_class             # the raw view, for rows with nested keys
         self._decode = decode                   # payload -> wandb's HistoryRecord, to fall back
         self._slow: dict[str, tuple[list[int], list[float]]] = {}
@@ -205,8 +213,12 @@ class History:
             if len(raw_lens) != count:
                 return False
         if count:                                      # a newline inside a text: see _flush
-            self._part_text.append("\n".join(parts))
-            self._value_text.append("\n".join(values))
+            try:
+                part_text, value_text = "\n".join(parts), "\n".join(values)
+            except TypeError:                          # the lite view gives bytes for a non-UTF-8 string
+                raise NotText("a history row holds a key or value that is not UTF-8 text") from None
+            self._part_text.append(part_text)
+            self._value_text.append(value_text)
             self._rows.append(len(self.row_steps))
             self._items.append(count)
             self._parts.append(len(parts))
@@ -215,7 +227,7 @@ class History:
                 self._raw_lens.extend(raw_lens)
             self._payloads.append(payload)
             self._pending += count
-        self.row_steps.append(record.step.num)        # replaced by the row's _step at the flush
+        self.row_steps.append(self._own_step(record.step.num, count=False))   # the row's _step replaces it
         self.row_walls.append(math.nan)
         if self._pending >= self.chunk_items:
             self._flush()
@@ -245,8 +257,8 @@ class History:
                     media.append(key[:-5])
                 continue
             if key[:1] == "_" and is_internal(key):
-                if key == "_step" and math.isfinite(value):
-                    step = int(value)
+                if key == "_step":
+                    step = self._checked_step(value)
                 elif key == "_timestamp":
                     wall = value
                 continue
@@ -262,10 +274,10 @@ class History:
                     rows.pop()
                     values.pop()
         if again:
-            self.row_steps[row] = record.step.num if step is None else step
+            self.row_steps[row] = self._own_step(record.step.num) if step is None else step
             self.row_walls[row] = wall
         else:
-            self.row_steps.append(record.step.num if step is None else step)
+            self.row_steps.append(self._own_step(record.step.num) if step is None else step)
             self.row_walls.append(wall)
 
     def flush(self) -> None:
@@ -289,7 +301,12 @@ class History:
             buffered = list(zip(self._rows, self._payloads))
             self._reset()
             for row, payload in buffered:
-                self.add(self._decode(payload), row=row)
+                try:
+                    record = self._decode(payload)
+                except Exception:                      # protobuf's DecodeError: wandb's classes refuse it
+                    self.undecodable += 1
+                    continue
+                self.add(record, row=row)
             return
         keys = keys.dictionary_encode()
         self._reset()
@@ -324,9 +341,26 @@ class History:
             elif len(col):
                 self._pieces.setdefault(name, []).append((col_rows, col))
 
+    def _checked_step(self, value: float) -> int | None:
+        """A row's `_step`, or None (the record's own step stands) when it is not an integer in the step
+        range; those are counted for a note."""
+        step = exact_step(value)
+        if step is None and not math.isnan(value):
+            self.bad_steps += 1
+        return step
+
+    def _own_step(self, num: int, count: bool = True) -> int:
+        """The record's own step number (an int64 written by wandb); 0, counted, when out of range."""
+        if STEP_MIN <= num <= STEP_MAX:
+            return num
+        self.bad_steps += count
+        return 0
+
     def _set_row_facts(self, name: str, rows: np.ndarray, numbers: np.ndarray) -> None:
         if name == "_step":
-            ok = np.isfinite(numbers)
+            with np.errstate(invalid="ignore"):
+                ok = np.isfinite(numbers) & (np.floor(numbers) == numbers) & (np.abs(numbers) <= float(STEP_MAX))
+            self.bad_steps += int(np.count_nonzero(~ok & ~np.isnan(numbers)))
             target = self.row_steps
             for row, step in zip(rows[ok].tolist(), numbers[ok].astype(np.int64).tolist()):
                 target[row] = step

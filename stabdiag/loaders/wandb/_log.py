@@ -16,7 +16,7 @@ import os
 import threading
 
 from ...errors import InputError, MissingExtraError
-from ._history import History, join_key
+from ._history import History, NotText, join_key
 from ._lite import aligned_keys, lite_record_classes
 from ._records import HEADER_LEN, check_header, iter_records
 
@@ -111,11 +111,12 @@ class Summary:
         self.raw: dict[str, str] = {}
         self._settled: set[str] = set()
         self._removed: tuple[str, ...] = ()
+        self.skipped = 0                   # records that could not be decoded (or hold non-UTF-8 text)
 
     def add(self, entry) -> None:
         self._entries.append(entry)
 
-    def fold(self, lite, pb) -> None:
+    def fold(self, lite, pb, decode_error) -> None:
         """Settle each key at its newest update or removal; older records only fill in the rest.
 
         A record is skipped when it cannot settle anything: its bytes (less the record number)
@@ -128,7 +129,6 @@ class Summary:
         """
         folded: dict[tuple[int, int, int], list[tuple[list, list]]] = {}
         repeats: set[bytes] = set()
-        settled = self._settled
         for entry in reversed(self._entries):
             if not isinstance(entry, (bytes, memoryview)):
                 self._fold_record(entry)
@@ -138,29 +138,39 @@ class Summary:
                 if body in repeats:
                     continue
                 repeats.add(body)
-            view = lite.FromString(entry).summary
-            update = view.update
-            if view.remove.key or view.remove.nested_key:
-                self._fold_record(pb.Record.FromString(entry).summary)
-                continue
-            parts, names, count = update.nested_key, update.key, len(update.value_json)
-            if len(parts) + len(names) == count:       # one key part per item: parts are keys
-                if settled.issuperset(parts) and settled.issuperset(names):
-                    continue
-                keys = aligned_keys(update)
-                if keys is None:
-                    self._fold_record(pb.Record.FromString(entry).summary)
-                else:
-                    for key, text in zip(keys, update.value_json):
-                        self._settle(key, text)
-                continue
-            shape = (len(parts), len(names), count)
-            layout = (sorted(parts), sorted(names) if names else [])
-            seen = folded.setdefault(shape, [])
-            if layout not in seen:
-                seen.append(layout)
-                self._fold_record(pb.Record.FromString(entry).summary)
+            try:
+                self._fold_payload(entry, lite, pb, folded)
+            except (decode_error, NotText):            # skipped, as a record with a bad checksum is
+                self.skipped += 1
         self._entries = []
+
+    def _fold_payload(self, entry, lite, pb, folded: dict) -> None:
+        settled = self._settled
+        view = lite.FromString(entry).summary
+        update = view.update
+        if view.remove.key or view.remove.nested_key:
+            self._fold_record(pb.Record.FromString(entry).summary)
+            return
+        parts, names, count = update.nested_key, update.key, len(update.value_json)
+        if len(parts) + len(names) == count:           # one key part per item: parts are keys
+            if settled.issuperset(parts) and settled.issuperset(names):
+                return
+            keys = aligned_keys(update)
+            if keys is None:
+                self._fold_record(pb.Record.FromString(entry).summary)
+                return
+            texts = list(update.value_json)
+            if not all(isinstance(t, str) for t in (*keys, *texts)):
+                raise NotText("a summary record holds text that is not UTF-8")   # the lite view's bytes
+            for key, text in zip(keys, texts):
+                self._settle(key, text)
+            return
+        shape = (len(parts), len(names), count)
+        layout = (sorted(parts, key=repr), sorted(names, key=repr) if names else [])
+        seen = folded.setdefault(shape, [])
+        if layout not in seen:
+            seen.append(layout)
+            self._fold_record(pb.Record.FromString(entry).summary)
 
     def _fold_record(self, record) -> None:
         for item in record.remove:
@@ -226,7 +236,7 @@ class Config:
 def _decode(text: str):
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 
@@ -275,15 +285,19 @@ def read_log(path: str) -> LogContents:
             _add_record(out, pb.Record.FromString(payload))
         except decode_error:
             out.notes.append(f"skipped an undecodable record at byte offset {offset}")
+        except NotText as exc:
+            out.notes.append(f"skipped a record at byte offset {offset}: {exc}")
     # the last chunk of history is split and parsed by Arrow and numpy, which release the GIL, so
     # it runs beside the summary's fold (Python and protobuf); the two touch no shared state
     flushing = _Background(history.flush)
     try:
-        summary.fold(lite, pb)
-    except decode_error:
-        out.notes.append("the run's summary could not be decoded")
+        summary.fold(lite, pb, decode_error)
     finally:
         flushing.join()
+    if summary.skipped:
+        out.notes.append(f"skipped {summary.skipped} summary record(s) that could not be decoded")
+    if history.undecodable:
+        out.notes.append(f"skipped {history.undecodable} history record(s) that could not be decoded")
     return out
 
 

@@ -28,6 +28,7 @@ from ._cache import finished_cache, read_cache, run_cache_dir, run_from_table, t
 _URI = re.compile(r"^wandb://(?P<entity>[^/?#\s]+)/(?P<project>[^/?#\s]+)/(?:runs/)?(?P<run>[^/?#\s]+)/?$")
 _URL = re.compile(r"^https?://(?:www\.)?wandb\.ai/(?P<entity>[^/?#\s]+)/(?P<project>[^/?#\s]+)/runs/"
                   r"(?P<run>[^/?#\s]+)(?:[/?#].*)?$")
+_UNSAFE_PART = re.compile(r"[/\\#?%:\x00-\x1f\x7f]")     # W&B refuses these in names; / and \ split paths
 _NUMERIC_TYPES = frozenset(("number", "int", "float", "nan", "infinity", "bool", "boolean"))
 _TEXT_NUMBERS = {"nan": math.nan, "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf,
                  "inf": math.inf, "-inf": -math.inf}
@@ -51,7 +52,12 @@ def parse_uri(uri: str) -> tuple[str, str, str]:
     if match is None:
         raise InputError(uri, "expected wandb://ENTITY/PROJECT/RUN_ID or "
                               "https://wandb.ai/ENTITY/PROJECT/runs/RUN_ID")
-    return match.group("entity"), match.group("project"), match.group("run")
+    parts = match.group("entity"), match.group("project"), match.group("run")
+    for what, part in zip(("entity", "project", "run id"), parts):
+        if part in (".", "..") or _UNSAFE_PART.search(part):
+            raise InputError(uri, f"{what} {part!r} is not a W&B name (no '.' or '..', no / \\ # ? % : or "
+                                  "control characters); it also names a folder of the cache")
+    return parts
 
 
 def load_uri(uri: str, **options) -> Run:

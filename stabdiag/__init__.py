@@ -34,12 +34,13 @@ def load(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, s
 
 def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[str] | None = None,
              ignore: list[str] | None = None, rules_dirs: list[str] | None = None,
-             params: dict[str, dict[str, float]] | None = None) -> Diagnosis:
-    """Walk the four layers top-down on one run; `params` overrides detector parameters per rule id."""
+             params: dict[str, dict[str, float]] | None = None, guess: bool = True) -> Diagnosis:
+    """Walk the four layers top-down on one run; `params` overrides detector parameters per rule id;
+    `guess=False` reads only `mapping` and the alias table (no signal guessed from a metric's name)."""
     from .engine import diagnose as _diagnose
 
     return _diagnose(run, rules=load_rules(rules_dirs), mapping=mapping, select=select, ignore=ignore,
-                     params=params)
+                     params=params, guess=guess)
 
 
 def render(diagnoses: Diagnosis | list[Diagnosis], format: str = "terminal", **options) -> str:

@@ -26,6 +26,8 @@ app.add_typer(probe_app, name="probe", help="Recompute logprobs with the trainin
                                              "rollout-vs-training drift.")
 
 FAIL_ON = ("warn", "fail")
+_NO_GUESS_HELP = ("Read only --map and the known framework names: guess no signal from a metric's name "
+                  "(config key no-guess).")
 
 
 class _Exit(Exception):
@@ -133,7 +135,8 @@ def _diagnose_all(runs, rules, settings, **cost):
     for run in runs:
         _check_file_map(settings, run)
         out.append(diagnose(run, rules=rules, mapping=settings.map, select=list(settings.select),
-                            ignore=list(settings.ignore), params=settings.params, **cost))
+                            ignore=list(settings.ignore), params=settings.params, guess=not settings.no_guess,
+                            **cost))
     return out
 
 
@@ -213,6 +216,7 @@ def check(
                                                                      "log) as a run of its own."),
     allow_unknown: bool = typer.Option(False, "--allow-unknown", help="Exit 0 for a run nothing could be "
                                                                       "judged on (default: such a run exits 1)."),
+    no_guess: bool = typer.Option(False, "--no-guess", help=_NO_GUESS_HELP),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs the run used, for the cost estimate "
                                                                    "(default: the run's config, where it says)."),
     gpu_hour_cost: Optional[float] = typer.Option(None, "--gpu-hour-cost", min=0.0,
@@ -233,7 +237,7 @@ def check(
         _refuse_to_overwrite("--output", output, [*paths, *with_files, baseline])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                     "fail-on": fail_on, "allow-unknown": allow_unknown,
-                                                    "map": mapping, "param": params})
+                                                    "no-guess": no_guess, "map": mapping, "param": params})
         if show_settings:
             sys.stdout.write(settings.show())
             return
@@ -291,6 +295,7 @@ def plot(
     split_sources: bool = typer.Option(False, "--split-sources", help="Read every source (event folder, "
                                                                      "W&B run, trainer_state.json, console "
                                                                      "log) as a run of its own."),
+    no_guess: bool = typer.Option(False, "--no-guess", help=_NO_GUESS_HELP),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
     """Draw each run's timeline: four layer panels, findings shaded, the first NaN/Inf marked."""
@@ -304,7 +309,7 @@ def plot(
         fmt = _choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
         _refuse_to_overwrite("--output", output, [*paths, *with_files])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
-                                                    "map": mapping, "param": params})
+                                                    "no-guess": no_guess, "map": mapping, "param": params})
         runs = _load_runs(paths, with_files, step_col, progress=False, refresh=False,
                           split_sources=split_sources)
         folder = output is not None and (Path(output).is_dir() or not suffix)
@@ -333,18 +338,20 @@ def signals(
     split_sources: bool = typer.Option(False, "--split-sources", help="Read every source (event folder, "
                                                                      "W&B run, trainer_state.json, console "
                                                                      "log) as a run of its own."),
+    no_guess: bool = typer.Option(False, "--no-guess", help=_NO_GUESS_HELP),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
-    """Show which of your metric keys feeds each canonical signal, and what stayed unmapped."""
+    """Show which of your metric keys feeds each canonical signal, what was guessed, and what stayed unmapped."""
     def body() -> None:
         from .report.signals import render_signals
         from .signals import parse_mapping, resolve
 
         fmt = _choice("--format", format, ("text", "json"))
         user_map = parse_mapping(mapping)
+        settings, _ = _settings(paths, None, {"no-guess": no_guess})    # the config file's no-guess too
         runs = _load_runs(paths, [], step_col, progress=fmt == "text", refresh=False,
                           split_sources=split_sources)
-        resolved = [resolve(r, user_map) for r in runs]
+        resolved = [resolve(r, user_map, guess=not settings.no_guess) for r in runs]
         sys.stdout.write(render_signals(resolved, fmt))
 
     _guarded(body, debug)

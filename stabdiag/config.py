@@ -35,12 +35,12 @@ from . import _toml
 from .errors import ConfigError, RuleError
 from .rules import Rule, get_rule
 
-KEYS = ("map", "select", "ignore", "params", "fail-on", "allow-unknown", "rules")
+KEYS = ("map", "select", "ignore", "params", "fail-on", "allow-unknown", "no-guess", "rules")
 FAIL_ON = ("warn", "fail")
 DEFAULTS: dict[str, object] = {"map": {}, "select": (), "ignore": (), "params": {}, "fail-on": "fail",
-                               "allow-unknown": False, "rules": ()}
+                               "allow-unknown": False, "no-guess": False, "rules": ()}
 FLAGS = {"map": "--map", "select": "--select", "ignore": "--ignore", "params": "--param",
-         "fail-on": "--fail-on", "allow-unknown": "--allow-unknown", "rules": "--rules"}
+         "fail-on": "--fail-on", "allow-unknown": "--allow-unknown", "no-guess": "--no-guess", "rules": "--rules"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,7 @@ class Settings:
     params: dict[str, dict[str, float]] = field(default_factory=dict)
     fail_on: str = "fail"
     allow_unknown: bool = False         # exit 0 for a run nothing could be judged on (default: exit 1)
+    no_guess: bool = False              # read only --map and the alias table: no signal guessed from names
     rules: tuple[str, ...] = ()
     origin: dict[str, str] = field(default_factory=dict)   # key -> "default" | file | flag
     file: str | None = None
@@ -74,7 +75,8 @@ class Settings:
         """`--show-settings`: each resolved value and where it came from."""
         def fmt(key: str) -> str:
             value = {"map": self.map, "select": self.select, "ignore": self.ignore, "params": self.params,
-                     "fail-on": self.fail_on, "allow-unknown": self.allow_unknown, "rules": self.rules}[key]
+                     "fail-on": self.fail_on, "allow-unknown": self.allow_unknown, "no-guess": self.no_guess,
+                     "rules": self.rules}[key]
             if key == "map":
                 return ", ".join(f"{s}={k}" for s, k in value.items()) or "-"
             if key == "params":
@@ -210,11 +212,12 @@ def _file_values(cfg: ConfigFile) -> dict[str, object]:
         if value not in FAIL_ON:
             raise cfg.error("fail-on", f"expected one of {', '.join(FAIL_ON)}; got {value!r}")
         values["fail-on"] = value
-    if "allow-unknown" in cfg.table:
-        value = cfg.table["allow-unknown"]
-        if not isinstance(value, bool):
-            raise cfg.error("allow-unknown", f"expected true or false; got {value!r}")
-        values["allow-unknown"] = value
+    for key in ("allow-unknown", "no-guess"):
+        if key in cfg.table:
+            value = cfg.table[key]
+            if not isinstance(value, bool):
+                raise cfg.error(key, f"expected true or false; got {value!r}")
+            values[key] = value
     if "map" in cfg.table:
         table = cfg.table["map"]
         if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
@@ -306,7 +309,7 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     """Merge defaults < file < flags, load the rules the result names, and validate ids against them.
 
     `flags` holds only options given on the command line: select, ignore, rules (lists), fail-on (str),
-    map (dict) and param (list of RULE.NAME=VALUE strings).
+    allow-unknown and no-guess (bool), map (dict) and param (list of RULE.NAME=VALUE strings).
     """
     if load_rules is None:
         from .rules import load_rules
@@ -314,7 +317,7 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     where_file = cfg.where if cfg is not None else ""
     origin: dict[str, str] = {}
     merged: dict[str, object] = {}
-    for key in ("select", "ignore", "rules", "fail-on", "allow-unknown"):
+    for key in ("select", "ignore", "rules", "fail-on", "allow-unknown", "no-guess"):
         if flags.get(key):
             merged[key], origin[key] = flags[key], f"flag {FLAGS[key]}"
         elif key in file_values:
@@ -340,7 +343,8 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
         params.setdefault(rid, {}).update(values)
     origin["params"] = _table_origin(file_values.get("params"), flags.get("param"), where_file, "--param")
     settings = Settings(map=mapping, select=select, ignore=ignore, params=params, fail_on=fail_on,
-                        allow_unknown=bool(merged["allow-unknown"]), rules=tuple(merged["rules"]), origin=origin,
+                        allow_unknown=bool(merged["allow-unknown"]), no_guess=bool(merged["no-guess"]),
+                        rules=tuple(merged["rules"]), origin=origin,
                         file=where_file or None, map_origin=map_origin)
     return settings, rules
 

@@ -135,6 +135,7 @@ class Diagnosis:
     cost: dict | None = None            # stabdiag.cost.estimate: wasted compute, or the reason there is none
     forecasts: tuple = ()               # stabdiag.forecast.Forecast: where a run still going is heading
     signal_sources: dict[str, str] = field(default_factory=dict)   # signal -> the file it was read from
+    guessed: dict[str, str] = field(default_factory=dict)   # signal -> key, for signals guessed from names
     trends: tuple[Trend, ...] = field(default=(), compare=False)   # display only; not in to_dict()
 
     @property
@@ -163,6 +164,7 @@ class Diagnosis:
                 "findings": [f.to_dict() for f in self.findings],
                 "unknown": [u.to_dict() for u in self.unknown],
                 "signals": dict(self.signals), "signal_sources": dict(self.signal_sources),
+                "guessed": dict(self.guessed),
                 "framework": self.framework, "kind": self.kind,
                 "ending": self.ending.to_dict() if self.ending is not None else None,
                 "cost": self.cost, "forecasts": [f.to_dict() for f in self.forecasts], "resumed": self.resumed,

@@ -178,11 +178,12 @@ def _with_change_points(findings: list[Finding], signals: Signals) -> list[Findi
 def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[str, str] | None = None,
              select: list[str] | None = None, ignore: list[str] | None = None,
              params: dict[str, dict[str, float]] | None = None, gpus: int | None = None,
-             gpu_hour_cost: float | None = None) -> Diagnosis:
+             gpu_hour_cost: float | None = None, guess: bool = True) -> Diagnosis:
     """Check one run against the rules and return its Diagnosis; `gpus` and `gpu_hour_cost` turn the
-    cost estimate's hours into GPU-hours and money."""
+    cost estimate's hours into GPU-hours and money; `guess=False` reads only --map and the alias table
+    (no signal guessed from a metric's name)."""
     rules = select_rules(rules if rules is not None else load_rules(), select, ignore)
-    signals = resolve(run, mapping)
+    signals = resolve(run, mapping, guess=guess)
     cutoff = persistent_nonfinite_step(signals)
     findings: list[Finding] = []
     unknown: list[Unknown] = []
@@ -221,7 +222,8 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
                      framework=signals.framework, kind=signals.kind, ending=ending,
                      cost=estimate(run, signals, findings, root, gpus=gpus, gpu_hour_cost=gpu_hour_cost),
                      forecasts=tuple(forecasts(signals, resolved, ending)),
-                     signal_sources={n: s.source for n, s in signals.series.items() if s.source})
+                     signal_sources={n: s.source for n, s in signals.series.items() if s.source},
+                     guessed=signals.guessed_keys())
 
 
 def _first_nonfinite(signals: Signals) -> int | None:

@@ -172,7 +172,7 @@ def plot(run: Run, diagnosis: Diagnosis, out_path: str | os.PathLike[str] | None
         format = suffix if suffix in FORMATS else "png"
     if format not in FORMATS:
         raise ConfigError(f"--format: expected one of {', '.join(FORMATS)}; got {format!r}")
-    signals = resolve(run, mapping)
+    signals = resolve(run, mapping, guess=bool(diagnosis.guessed))   # the signals the diagnosis read
     present = [bool(_pick(signals, PANELS[layer][0] + PANELS[layer][1])) for layer in range(1, 5)]
     fig = Figure(figsize=(12, 10), layout="constrained")
     axes = fig.subplots(4, 1, sharex=True, height_ratios=[1.0 if p else 0.35 for p in present])

@@ -31,6 +31,7 @@ EVAL_ANY = "eval:*"
 REWARD_COMPONENTS = "reward:*"
 FAMILIES = (EVAL_ANY, REWARD_COMPONENTS)     # wirings that stand for every signal of a family
 RUN_INPUTS = ("ending",)                      # run-level facts, not series: how the run ended
+DATA_FILES = ("signals.toml", "name_patterns.toml")   # checklist files that hold no rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,8 +204,13 @@ def load_rules(extra_dirs: list[str | os.PathLike[str]] | None = None) -> tuple[
         if not path.is_dir():
             raise RuleError(str(path), "rules directory not found")
         for file in sorted(path.glob("*.toml")):
-            if file.name != "signals.toml":
-                rules.extend(parse_rule_file(file.read_text(encoding="utf-8"), str(file)))
+            if file.name not in DATA_FILES:
+                try:
+                    text = file.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as exc:
+                    raise RuleError(str(file), f"cannot read the rule file ({getattr(exc, 'strerror', None) or exc})"
+                                    ) from None
+                rules.extend(parse_rule_file(text, str(file)))
     _check_unique(rules)
     return tuple(sorted(rules, key=lambda r: r.layer))   # stable: file order within a layer
 
@@ -214,7 +220,7 @@ def _shipped_rules() -> tuple[Rule, ...]:
     folder = resources.files("stabdiag") / "checklist"
     rules: list[Rule] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".toml") and entry.name != "signals.toml":
+        if entry.name.endswith(".toml") and entry.name not in DATA_FILES:
             rules.extend(parse_rule_file(entry.read_text(encoding="utf-8"), f"checklist/{entry.name}"))
     return tuple(rules)
 

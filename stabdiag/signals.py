@@ -3,7 +3,9 @@
 The alias table is data (checklist/signals.toml); a user's --map SIGNAL=KEY wins over it.  Evals are found
 by pattern, any number of them; an eval logged in percent is rescaled to 0–1 and the rescale noted.
 The framework that wrote the run is recognised from fingerprint keys (also data in signals.toml), or
-failing that from the loader's knowledge of the file format (Run.meta["framework"]).
+failing that from the loader's knowledge of the file format (Run.meta["framework"]).  Keys nobody
+registered are read last by name inference (guess.py), on the keys still unmapped and for the signals
+still missing; every guess is kept in `Signals.guessed` and said in the notes.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ import numpy as np
 
 from . import _toml
 from .errors import ConfigError, RuleError
+from .guess import NamePatterns, guess_signals
 from .run import Run, Series
 from .units import decide_units
 
 EVAL_PREFIX = "eval:"
 COMPONENT_PREFIX = "reward:"
+GUESS_NOTE = "guessed from names: "
+AMBIGUOUS_NOTE = " not guessed: "
 _LOGGER_PREFIXES = ("", "train/")
 
 
@@ -80,6 +85,8 @@ class Signals:
     notes: tuple[str, ...] = field(default=())
     framework: str | None = None        # e.g. "verl", from fingerprint keys or the log format
     units: dict[str, str] = field(default_factory=dict)   # signal -> unit, where signals decided one
+    guessed: dict[str, str] = field(default_factory=dict)   # signal -> the name pattern that guessed it
+    ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)   # signal -> keys tied for it
 
     def get(self, name: str) -> Series | None:
         return self.series.get(name)
@@ -94,6 +101,10 @@ class Signals:
 
     def mapping(self) -> dict[str, str]:
         return {name: s.key for name, s in self.series.items()}
+
+    def guessed_keys(self) -> dict[str, str]:
+        """signal -> key for the signals read by name inference, not by --map or the alias table."""
+        return {name: self.series[name].key for name in self.guessed if name in self.series}
 
     @property
     def kind(self) -> str:
@@ -190,8 +201,10 @@ def parse_mapping(items: list[str] | None) -> dict[str, str]:
     return mapping
 
 
-def resolve(run: Run, mapping: dict[str, str] | None = None, table: AliasTable | None = None) -> Signals:
-    """Resolve a run's keys to canonical signals: user mapping first, then aliases, then eval patterns."""
+def resolve(run: Run, mapping: dict[str, str] | None = None, table: AliasTable | None = None, *,
+            guess: bool = True, patterns: NamePatterns | None = None) -> Signals:
+    """Resolve a run's keys to canonical signals: user mapping first, then aliases, then eval patterns,
+    then (unless `guess` is False) name inference on what is still unmapped."""
     table = table or default_alias_table()
     keys = run.series
     chosen: dict[str, str] = {}
@@ -229,11 +242,35 @@ def resolve(run: Run, mapping: dict[str, str] | None = None, table: AliasTable |
         series[EVAL_PREFIX + name] = keys[key]
         used.add(key)
     _components(series, keys, used, table)
+    guessed, ambiguous = _guesses(series, keys, used, notes, patterns) if guess else ({}, {})
     units = decide_units(series, notes)
     unmapped = tuple(k for k in keys if k not in used)
     framework = detect_framework(run, table)
     notes.extend(_coverage_notes(series))
-    return Signals(run, series, unmapped, tuple(notes), framework, units)
+    return Signals(run, series, unmapped, tuple(notes), framework, units, guessed, ambiguous)
+
+
+def _guesses(series: dict[str, Series], keys: dict[str, Series], used: set[str], notes: list[str],
+             patterns: NamePatterns | None) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """Name inference on the keys still unmapped, for the signals still missing; says what it did."""
+    result = guess_signals([k for k in keys if k not in used], series, patterns)
+    guessed: dict[str, str] = {}
+    for signal, match in result.chosen.items():
+        series[signal] = keys[match.key]
+        used.add(match.key)
+        guessed[signal] = match.pattern
+    if guessed:
+        notes.append(GUESS_NOTE + ", ".join(f"{s} <- {series[s].key}" for s in guessed)
+                     + " (--map SIGNAL=KEY corrects one, --no-guess turns guessing off)")
+    for signal, candidates in result.ambiguous.items():
+        notes.append(f"{signal}{AMBIGUOUS_NOTE}{len(candidates)} names fit equally ({', '.join(candidates)}); "
+                     f"settle it with --map {signal}=KEY")
+    return guessed, dict(result.ambiguous)
+
+
+def is_guess_note(note: str) -> bool:
+    """A note written by name inference (the reporters that list guesses themselves skip it)."""
+    return note.startswith(GUESS_NOTE) or AMBIGUOUS_NOTE in note
 
 
 def _has(keys, key: str) -> str | None:

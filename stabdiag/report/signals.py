@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 import json
 import math
+import shlex
 
 from rich.console import Console
 from rich.table import Table
 
-from ..signals import Signals
+from ..signals import Signals, is_guess_note
 
 
 def _fmt(x: float) -> str:
@@ -21,7 +22,8 @@ _HEADLINE = ("reward", "kl", "loss", "grad_norm", "eval_loss")
 
 def framework_line(sig: Signals) -> str:
     """'verl detected; reward <- critic/score/mean, kl <- actor/kl_loss, ...' for the signals that matter most."""
-    shown = [f"{name} <- {sig.series[name].key}" for name in _HEADLINE if name in sig.series]
+    shown = [f"{name} <- {sig.series[name].key}" + (" (guessed)" if name in sig.guessed else "")
+             for name in _HEADLINE if name in sig.series]
     evals = [name for name in sig.series if name.startswith("eval:")]
     if evals:
         shown.append(f"{len(evals)} eval(s): " + ", ".join(evals))
@@ -34,10 +36,12 @@ def signals_dict(resolved: list[Signals]) -> dict:
     for sig in resolved:
         entries = {}
         for name, s in sig.series.items():
-            entries[name] = {"key": s.key, "source": s.source or None, "unit": sig.units.get(name), "points": len(s),
+            entries[name] = {"key": s.key, "source": s.source or None, "unit": sig.units.get(name),
+                             "guessed": name in sig.guessed, "guess_pattern": sig.guessed.get(name), "points": len(s),
                              "first_step": int(s.steps[0]) if len(s) else None,
                              "last_step": int(s.steps[-1]) if len(s) else None, "nonfinite": s.nonfinite_count}
         runs.append({"run": sig.run.name, "signals": entries, "unmapped": list(sig.unmapped),
+                     "ambiguous": {name: list(keys) for name, keys in sig.ambiguous.items()},
                      "notes": list(sig.notes), "framework": sig.framework})
     return {"runs": runs}
 
@@ -56,14 +60,18 @@ def render_signals(resolved: list[Signals], format: str = "text", width: int = 1
         per_signal = len(origins) > 1
         if len(origins) == 1:
             console.print(f"source: {origins[0]}")
+        guessing = bool(sig.guessed)
         table = Table(box=None, pad_edge=False)
-        for col in ("signal", "key", "points", "steps", "first", "last", "NaN/Inf") + (("source",) * per_signal):
+        for col in (("signal", "key") + (("guessed by",) * guessing) + ("points", "steps", "first", "last", "NaN/Inf")
+                    + (("source",) * per_signal)):
             table.add_column(col, overflow="fold")
         for name, s in sig.series.items():
-            table.add_row(name, s.key, str(len(s)), f"{s.steps[0]}-{s.steps[-1]}" if len(s) else "",
+            table.add_row(name, s.key, *((sig.guessed.get(name, ""),) * guessing), str(len(s)),
+                          f"{s.steps[0]}-{s.steps[-1]}" if len(s) else "",
                           _fmt(s.values[0]) if len(s) else "", _fmt(s.values[-1]) if len(s) else "",
                           str(s.nonfinite_count), *((s.source,) * per_signal))
         console.print(table)
+        _print_guesses(console, sig)
         decided = [f"{name} {unit}" for name, unit in sig.units.items() if unit != "as logged"]
         judged_as_logged = [name for name, unit in sig.units.items() if unit == "as logged"]
         if decided or judged_as_logged:
@@ -72,5 +80,18 @@ def render_signals(resolved: list[Signals], format: str = "text", width: int = 1
         if sig.unmapped:
             console.print("unmapped: " + ", ".join(sig.unmapped))
         for note in sig.notes:
-            console.print(f"note: {note}")
+            if not is_guess_note(note):
+                console.print(f"note: {note}")
     return buffer.getvalue()
+
+
+def _print_guesses(console: Console, sig: Signals) -> None:
+    """The signals guessed from names (each with the pattern that read it), and the signals whose
+    candidates tied, each candidate with the --map line that settles it."""
+    if sig.guessed:
+        console.print(f"guessed from names: {len(sig.guessed)} signal(s), by the pattern under 'guessed by'; "
+                      "check them: --map SIGNAL=KEY corrects one, --no-guess turns guessing off")
+    for name, keys in sig.ambiguous.items():
+        console.print(f"not guessed: {len(keys)} names fit {name} equally; pick one:", markup=False)
+        for key in keys:
+            console.print(f"  --map {shlex.quote(f'{name}={key}')}", markup=False)

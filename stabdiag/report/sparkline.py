@@ -27,14 +27,14 @@ def _signal_layer(name: str, table) -> int:
 
 
 def trends(run: Run, span: tuple[int, int] | None, *, mapping: dict[str, str] | None = None,
-           bins: int = TREND_BINS) -> tuple[Trend, ...]:
+           bins: int = TREND_BINS, guess: bool = True) -> tuple[Trend, ...]:
     """Every resolved signal of `run`, binned into `bins` equal step ranges over `span`."""
     from ..signals import default_alias_table, resolve
 
     if span is None:
         return ()
     table = default_alias_table()
-    signals = resolve(run, mapping)
+    signals = resolve(run, mapping, guess=guess)
     lo, hi = span
     edges = np.linspace(lo, hi + 1, bins + 1)
     out: list[Trend] = []
@@ -81,7 +81,8 @@ def short(value: float) -> str:
 
 def with_trends(diag: Diagnosis, run: Run, *, mapping: dict[str, str] | None = None) -> Diagnosis:
     """The diagnosis with its run's binned signals attached for display."""
-    return dataclasses.replace(diag, trends=trends(run, diag.steps, mapping=mapping))
+    # guessing adds signals and never changes the others: the diagnosis guessed iff it has guesses
+    return dataclasses.replace(diag, trends=trends(run, diag.steps, mapping=mapping, guess=bool(diag.guessed)))
 
 
 def rebin(values: tuple[float | None, ...], width: int) -> list[float | None]:

@@ -168,6 +168,38 @@ def grpo_math_reward_hacking(out: Path) -> None:
     lines = [line(i, 1e-6) for i in range(150)]           # the team then lowered the LR: no effect
     lines += [line(i, 3e-7) for i in range(140, 400)]     # resumed from the step-140 checkpoint
     (out / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    (out / "config.yaml").write_text(VERL_CONFIG)       # the Hydra config verl saves: KL loss, clipping
+
+
+VERL_CONFIG = """\
+# verl PPO trainer config as Hydra saved it (excerpt): GRPO with a KL loss and gradient clipping
+algorithm:
+  adv_estimator: grpo
+  use_kl_in_reward: false
+  kl_ctrl:
+    type: fixed
+    kl_coef: 0.001
+actor_rollout_ref:
+  actor:
+    optim:
+      lr: 1.0e-06
+    grad_clip: 1.0
+    clip_ratio_low: 0.2
+    clip_ratio_high: 0.2
+    use_kl_loss: true
+    kl_loss_coef: 0.001
+    kl_loss_type: low_var_kl
+    loss_agg_mode: token-mean
+    entropy_coeff: 0
+  rollout:
+    name: vllm
+    n: 8
+data:
+  max_response_length: 4096
+trainer:
+  n_gpus_per_node: 8
+  nnodes: 1
+"""
 
 
 # --- 3. numeric blow-up: Parquet, TRL names ----------------------------------------------------------

@@ -33,6 +33,7 @@ from .errors import InputError
 from .loaders import loader_for, uri_loader
 from .loaders.tabular import is_rollout_dump
 from .run import Run, run_name_for
+from .runconfig import read_run_config
 from .sources import Source, merge_sources
 
 _SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules"}
@@ -114,7 +115,20 @@ def load_run(run_files: RunFiles, **options) -> Run:
         raise InputError(root, "no readable metric log" + _refusals(root, tried, every=True))
     run = merge_sources(run_files.name, sources, root)
     warnings = tuple(f"{_rel(path, root)}: not read: {why}" for path, why in failed + list(run_files.skipped))
-    return Run(run.name, run.series, run.sources, run.meta, run.notes + warnings, run.warnings + warnings)
+    meta, config_notes = _with_run_config(run.meta, root if run_files.root else None)
+    return Run(run.name, run.series, run.sources, meta, run.notes + tuple(config_notes) + warnings,
+               run.warnings + warnings)
+
+
+def _with_run_config(meta: dict, folder: str | None) -> tuple[dict, list[str]]:
+    """The run's configuration files beside its logs, under W&B's config where the run has one."""
+    if folder is None:
+        return meta, []
+    config, used, notes = read_run_config(folder)
+    if not config:
+        return meta, notes
+    merged = {**config, **(meta.get("config") or {})}
+    return {**meta, "config": merged, "config_files": used}, notes
 
 
 def load(sources, *, split_sources: bool = False, **options) -> list[Run]:

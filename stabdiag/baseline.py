@@ -57,11 +57,13 @@ class Comparison:
     layers: tuple[LayerChange, ...]
     acted_on_root: bool | None      # None when the baseline had no root layer
     summary: str
+    method_changes: tuple[tuple[str, int], ...] = ()   # (what changed, the layer the method acts on)
 
     def to_dict(self) -> dict:
         return {"baseline": self.baseline, "run": self.run, "verdict_before": self.verdict_before,
                 "verdict_after": self.verdict_after, "root_before": self.root_before,
                 "root_after": self.root_after, "acted_on_root": self.acted_on_root, "summary": self.summary,
+                "method_changes": [{"change": what, "layer": layer} for what, layer in self.method_changes],
                 "layers": [c.to_dict() for c in self.layers]}
 
     def text(self) -> str:
@@ -76,6 +78,8 @@ class Comparison:
                 "still " + ", ".join(c.persisting) if c.persisting else "") if part)
             lines.append(f"  {c.layer} {LAYER_NAMES[c.layer]:<16} {c.before:>7} -> {c.after:<7} {c.change:<14} "
                          f"{onset}" + (f"  {rules}" if rules else ""))
+        for what, layer in self.method_changes:
+            lines.append(f"  config: {what} - acts on layer {layer} ({LAYER_NAMES[layer]})")
         lines.append(f"  {self.summary}")
         return "\n".join(lines) + "\n"
 
@@ -131,13 +135,42 @@ def _summary(root_before: int | None, root_after: int | None, changes: tuple[Lay
     return f"no change at the root {name}: it still {root.after}s"
 
 
+def _method_changes(baseline: Diagnosis, run: Diagnosis) -> tuple[tuple[str, int], ...]:
+    """The stability methods switched on, off or retuned between the two runs' configurations."""
+    before = {m.name: m for m in baseline.methods}
+    after = {m.name: m for m in run.methods}
+    out = []
+    for name in dict.fromkeys([*before, *after]):
+        b, a = before.get(name), after.get(name)
+        if b is None:
+            out.append((f"{a.label()} switched on", a.layer))
+        elif a is None:
+            out.append((f"{b.label()} switched off", b.layer))
+        elif b.value != a.value:
+            out.append((f"{name} {b.source_key.rsplit('.', 1)[-1]} {b.value} -> {a.value}", a.layer))
+    return tuple(out)
+
+
+def _config_summary(changes: tuple[tuple[str, int], ...], root: int | None) -> str:
+    if not changes or root is None:
+        return ""
+    layers = sorted({layer for _, layer in changes})
+    if root in layers:
+        return f"; the config change acts on the root layer {root}"
+    return (f"; the config change acts on layer {', '.join(map(str, layers))} while the root was layer {root} "
+            f"({LAYER_NAMES[root]}): it cannot fix the cause")
+
+
 def compare(baseline: Diagnosis, run: Diagnosis) -> Comparison:
-    """What changed from `baseline` (e.g. before a fix) to `run` (after it), layer by layer."""
+    """What changed from `baseline` (e.g. before a fix) to `run` (after it), layer by layer, and which
+    stability methods the configuration changed, each placed on the layer it acts on."""
     changes = tuple(_layer_change(baseline, run, layer) for layer in range(1, 5))
     acted: bool | None = None
     if baseline.root_layer is not None:
         root = changes[baseline.root_layer - 1]
         acted = root.change == "better" or bool(root.resolved)
+    methods = _method_changes(baseline, run)
+    summary = _summary(baseline.root_layer, run.root_layer, changes, acted) + _config_summary(methods,
+                                                                                             baseline.root_layer)
     return Comparison(baseline.run, run.run, baseline.verdict, run.verdict, baseline.root_layer,
-                      run.root_layer, changes, acted,
-                      _summary(baseline.root_layer, run.root_layer, changes, acted))
+                      run.root_layer, changes, acted, summary, methods)

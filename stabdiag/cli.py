@@ -22,6 +22,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Which layer of a training run failed first, the evidence, and what to check first.")
 rules_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List and explain the rules.")
 app.add_typer(rules_app, name="rules")
+methods_app = typer.Typer(add_completion=False, help="The stability methods and the layer each acts on.")
+app.add_typer(methods_app, name="methods")
 app.add_typer(probe_app, name="probe", help="Recompute logprobs with the training-side model and measure "
                                              "rollout-vs-training drift.")
 
@@ -389,6 +391,44 @@ def rules_explain(rule_id: str = typer.Argument(..., help="Rule id (or alias), e
         if rule_id != rule.id:
             print(f"note: '{rule_id}' is an old id of {rule.id}", file=sys.stderr)
         print(json.dumps(rule.to_dict(), indent=2) if fmt == "json" else rule.explain())
+
+    _guarded(body)
+
+
+@methods_app.callback(invoke_without_command=True)
+def methods_list(ctx: typer.Context,
+                 format: str = typer.Option("text", "--format", "-f", help="text or json.")) -> None:
+    """The stability methods by the layer they act on (run `stabdiag methods explain NAME` for one)."""
+    if ctx.invoked_subcommand is not None:
+        return
+
+    def body() -> None:
+        from .methods import methods_map
+        from .rules import LAYER_NAMES
+
+        fmt = _choice("--format", format, ("text", "json"))
+        table = methods_map()
+        if fmt == "json":
+            print(json.dumps([{"name": m.name, "layer": m.layer, "component": m.component, "changes": m.changes,
+                               "source": m.source} for m in table.methods], indent=2))
+            return
+        width = max(len(m.name) for m in table.methods)
+        for layer in (1, 2, 3, 4):
+            print(f"layer {layer} ({LAYER_NAMES[layer]})")
+            for m in (m for m in table.methods if m.layer == layer):
+                print(f"  {m.name:<{width}}  {m.component}")
+
+    _guarded(body)
+
+
+@methods_app.command("explain")
+def methods_explain(name: str = typer.Argument(..., help="Method name, e.g. clip-higher.")) -> None:
+    """What a method changes, the layer it acts on, how a run shows it is on, and the three questions."""
+    def body() -> None:
+        from .methods import methods_map
+
+        table = methods_map()
+        print(table.get(name).explain(table.questions, table.note))
 
     _guarded(body)
 

@@ -72,12 +72,16 @@ def _wall_clock(run: Run) -> StepTime | None:
 def gpus_of(run: Run, given: int | None) -> tuple[int | None, str]:
     if given:
         return given, "--gpus"
-    config = run.meta.get("config") if isinstance(run.meta.get("config"), dict) else {}
+    from .methods import flatten
+
+    config = flatten(run.meta.get("config") if isinstance(run.meta.get("config"), dict) else {})
     for key in _GPU_CONFIG_KEYS:
         value = config.get(key)
-        value = value.get("value") if isinstance(value, dict) else value
-        if isinstance(value, int) and value > 0:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value, f"the run's config {key}"
+    per_node, nodes = config.get("trainer.n_gpus_per_node"), config.get("trainer.nnodes", 1)   # verl
+    if isinstance(per_node, int) and isinstance(nodes, int) and per_node > 0 and nodes > 0:
+        return per_node * nodes, "the run's config trainer.n_gpus_per_node x trainer.nnodes"
     return None, "unknown (pass --gpus N)"
 
 

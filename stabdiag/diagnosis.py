@@ -134,6 +134,8 @@ class Diagnosis:
     ending: object | None = None        # stabdiag.ending.Ending: how the run ended, where the logs say
     cost: dict | None = None            # stabdiag.cost.estimate: wasted compute, or the reason there is none
     forecasts: tuple = ()               # stabdiag.forecast.Forecast: where a run still going is heading
+    methods: tuple = ()                 # stabdiag.methods.ActiveMethod: stability methods the run has on
+    methods_advice: str | None = None   # which of them act on the root layer, and what would
     signal_sources: dict[str, str] = field(default_factory=dict)   # signal -> the file it was read from
     guessed: dict[str, str] = field(default_factory=dict)   # signal -> key, for signals guessed from names
     trends: tuple[Trend, ...] = field(default=(), compare=False)   # display only; not in to_dict()
@@ -167,7 +169,9 @@ class Diagnosis:
                 "guessed": dict(self.guessed),
                 "framework": self.framework, "kind": self.kind,
                 "ending": self.ending.to_dict() if self.ending is not None else None,
-                "cost": self.cost, "forecasts": [f.to_dict() for f in self.forecasts], "resumed": self.resumed,
+                "cost": self.cost, "forecasts": [f.to_dict() for f in self.forecasts],
+                "methods": [m.to_dict() for m in self.methods], "methods_advice": self.methods_advice,
+                "resumed": self.resumed,
                 "first_nonfinite_step": self.first_nonfinite_step,
                 "steps": list(self.steps) if self.steps else None, "notes": list(self.notes)}
 

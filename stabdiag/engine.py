@@ -25,6 +25,7 @@ from .cost import estimate
 from .detectors import CHAIN, Curve, Evidence, NotJudged
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
 from .forecast import forecasts
+from .methods import active_methods, advice
 from .rules import Rule, load_rules, select_rules
 from .run import Run, is_bookkeeping
 from .signals import Signals, resolve
@@ -215,6 +216,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
         notes.append(f"resumed run: {run.duplicate_steps} step(s) were written again after a restart; "
                      "the last write of each step was used")
     resolved = {r.id: {**r.all_params(), **(params or {}).get(r.id, {})} for r in rules}
+    active = tuple(active_methods(run.meta.get("config"), list(run.series)))
     ending = run.meta.get("ending")
     return Diagnosis(run=run.name, layers=tuple(layers), findings=tuple(findings), unknown=tuple(unknown),
                      signals=signals.mapping(), root_layer=root, notes=tuple(notes), resumed=run.resumed,
@@ -222,6 +224,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
                      framework=signals.framework, kind=signals.kind, ending=ending,
                      cost=estimate(run, signals, findings, root, gpus=gpus, gpu_hour_cost=gpu_hour_cost),
                      forecasts=tuple(forecasts(signals, resolved, ending)),
+                     methods=active, methods_advice=advice(root, list(active), has_config=bool(run.meta.get("config"))),
                      signal_sources={n: s.source for n, s in signals.series.items() if s.source},
                      guessed=signals.guessed_keys())
 

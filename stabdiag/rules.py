@@ -31,7 +31,7 @@ EVAL_ANY = "eval:*"
 REWARD_COMPONENTS = "reward:*"
 FAMILIES = (EVAL_ANY, REWARD_COMPONENTS)     # wirings that stand for every signal of a family
 RUN_INPUTS = ("ending",)                      # run-level facts, not series: how the run ended
-DATA_FILES = ("signals.toml", "name_patterns.toml")   # checklist files that hold no rules
+DATA_FILES = ("signals.toml", "name_patterns.toml", "methods.toml")   # checklist files that hold no rules
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ def outcomes():
 
 def test_slice_is_complete():
     assert len(SLICE) == 2 * PER_PART
-    assert len({name for _, name, _, _ in SLICE}) == len(SLICE)
+    assert len({(part, name) for part, name, _, _ in SLICE}) == len(SLICE)
 
 
 @pytest.mark.parametrize("part,name", [(p, n) for p, n, _, _ in SLICE])

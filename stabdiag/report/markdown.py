@@ -65,6 +65,8 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
         others = [f"`stabdiag rules explain {f.rule}`" for f in root if f is not lead]
         if others:
             out += ["", "More on the other root findings: " + ", ".join(others)]
+        if diag.methods_advice:
+            out += ["", f"Methods: {cell(diag.methods_advice)}"]
         out.append("")
     downstream = [f for f in diag.findings if f.downstream]
     if downstream:

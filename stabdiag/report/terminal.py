@@ -128,6 +128,8 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> No
         others = [f.rule for f in root if f is not lead]
         if others:
             console.print(Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"))
+        if diag.methods_advice:
+            _items(console, [("methods:", diag.methods_advice)])
     downstream = [f for f in diag.findings if f.downstream]
     if downstream:
         console.print(Text(f"Downstream of layer {diag.root_layer} - likely consequences; do not fix "

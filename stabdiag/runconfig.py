@@ -1,0 +1,49 @@
+"""A run's configuration from the files frameworks save beside its logs, for the stability-methods map:
+verl's and other Hydra apps' `.hydra/config.yaml`, a `config.yaml`/`config.json` of the run, `args.json`,
+`training_args.json`, `hparams.yaml` (Lightning).  A model's own `config.json` (architectures, model
+type) is not the training configuration and is left out.  W&B's config, where the run has one, wins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+_CANDIDATES = (os.path.join(".hydra", "config.yaml"), "config.yaml", "config.yml", "config.json", "args.json",
+               "training_args.json", "hparams.yaml")
+_MAX_BYTES = 4 << 20
+
+
+def read_run_config(folder: str) -> tuple[dict, list[str], list[str]]:
+    """(the merged configuration, the files it came from, notes on files that could not be read)."""
+    config: dict = {}
+    used: list[str] = []
+    notes: list[str] = []
+    for name in _CANDIDATES:
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            if os.path.getsize(path) > _MAX_BYTES:
+                continue
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            data = json.loads(text) if name.endswith(".json") else _yaml(text)
+        except (OSError, ValueError, RecursionError) as exc:        # RecursionError: nested too deeply
+            notes.append(f"{name}: not read as a run configuration ({type(exc).__name__})")
+            continue
+        if not isinstance(data, dict) or (name == "config.json" and ("architectures" in data or "model_type" in data)):
+            continue
+        for key, value in data.items():
+            config.setdefault(key, value)
+        used.append(name)
+    return config, used, notes
+
+
+def _yaml(text: str):
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from None

@@ -35,7 +35,7 @@ FRAMEWORKS = [
       "truncation_rate": "response_length/clip_ratio", "prob_delta": "training/rollout_probs_diff_mean",
       "rollout_kl": "rollout_corr/kl", "logprob_k3_kl": "rollout_corr/k3_kl",
       "policy_version_lag": "training/off_policy/trajectory_staleness/mean",
-      "moe_load_balance": "rollout/moe/max_vio/max", "zero_std_count": "training/filter_groups/evicted_samples"}),
+      "moe_imbalance": "rollout/moe/max_vio/max", "zero_std_count": "training/filter_groups/evicted_samples"}),
     ("TRL GRPO", ["train/reward", "train/reward_std", "train/frac_reward_zero_std", "train/completions/mean_length",
                   "train/completions/clipped_ratio", "train/kl", "train/entropy", "train/clip_ratio/region_mean",
                   "train/loss", "train/grad_norm", "train/learning_rate",
@@ -118,7 +118,7 @@ FRAMEWORKS = [
     ("OLMo-core", ["train/CE loss", "optim/total grad norm", "optim/LR (group 0)", "optim/step skipped",
                    "train/load imbalance", "eval/lm/c4/CE loss", "eval/downstream/hellaswag_acc"],
      {"loss": "train/CE loss", "grad_norm": "optim/total grad norm", "lr": "optim/LR (group 0)",
-      "skipped_steps": "optim/step skipped", "moe_load_balance": "train/load imbalance",
+      "skipped_steps": "optim/step skipped", "moe_imbalance": "train/load imbalance",
       "eval_loss": "eval/lm/c4/CE loss", "eval:downstream/hellaswag": "eval/downstream/hellaswag_acc"}),
     ("OLMo", ["train/CrossEntropyLoss", "optim/total_grad_norm", "optim/learning_rate_group0",
               "eval/c4/CrossEntropyLoss"],
@@ -141,7 +141,8 @@ def test_framework_alias_group(framework, keys, expected):
 def test_every_new_signal_is_in_the_table():
     table = default_alias_table()
     for name in ("update_kl", "clip_frac", "truncation_rate", "zero_std_frac", "policy_version_lag",
-                 "moe_load_balance", "loss_scale", "is_ratio_mean", "eval_loss", "rollout_kl"):
+                 "moe_load_balance", "moe_imbalance", "moe_dead_expert_frac", "attention_logit_max", "loss_scale",
+                 "is_ratio_mean", "eval_loss", "rollout_kl"):
         assert name in table.signals, name
 
 

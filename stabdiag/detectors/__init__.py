@@ -31,6 +31,7 @@ from .trends import (
     component_divergence,
     fraction_climb_while_rising,
     growth_while_flat,
+    growth_while_steady,
     high_fraction_sustained,
     rise_from_best,
     trend_divergence,
@@ -94,6 +95,13 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_steps", 20, 5, 1e6, "shortest run judged, in steps")),
         lambda p: (f"the fraction climbs by >= {p['min_climb']:g} to >= {p['min_end_frac']:g} while the reward "
                    f"rises >= {p['min_rise_sd']:g} noise sds")),
+    DetectorSpec("growth_while_steady", growth_while_steady, (
+        _p("min_growth_ratio", 2.0, 1.1, 100, "end level / start level that counts as growth"),
+        _p("max_steady_rise", 0.1, 0, 10, "the other curve (the loss) may rise at most this fraction of its level"),
+        _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets start and end levels"),
+        _p("min_steps", 50, 5, 1e6, "shortest run judged, in steps")),
+        lambda p: (f"the signal ends >= {p['min_growth_ratio']:g}x its start while the loss rises less than "
+                   f"{p['max_steady_rise']:.0%}")),
     DetectorSpec("rise_from_best", rise_from_best, (
         _p("min_rise_frac", 0.1, 0.02, 10, "the last points sit this fraction above the best value"),
         _p("min_points", 4, 3, 1e6, "fewest points needed to judge"),

@@ -46,9 +46,10 @@ def _level(values: Curve, level: np.ndarray, warn_above: float, fail_above: floa
     best = None
     for a, b in st.true_runs(smooth > warn_above):
         if b - a + 1 >= need:
-            # the level the stretch holds: the highest running median in it (a KL that climbs to 0.95
-            # is judged at 0.95, not at the median of its climb)
-            held = float(np.max(smooth[a:b + 1]))
+            # the level the stretch holds: its upper quartile (a KL that climbs to 0.95 is judged near
+            # 0.95, not at the median of its climb; a quantile, not a maximum, so that logging every
+            # k-th step or one noisy point does not change it)
+            held = float(np.percentile(level[a:b + 1], 75))
             if best is None or held > best[2]:
                 best = (a, b, held)
     if best is None:

@@ -260,3 +260,36 @@ def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | 
     return Evidence(int(v.steps[best]), int(v.steps[-1]), {
         "signal": v.signal, "key": v.key, "best": low, "best_step": int(v.steps[best]), "last": held,
         "rise": held / low - 1.0})
+
+
+def growth_while_steady(growing: Curve, steady: Curve | None = None, *, min_growth_ratio, max_steady_rise,
+                        edge_frac, min_steps) -> Evidence | NotJudged | None:
+    """`growing` ends `min_growth_ratio` x its start level while `steady` (the total loss) does not rise
+    by more than `max_steady_rise` of its own level: a problem a normal-looking loss hides (MoE experts
+    drifting out of balance while the total loss still falls)."""
+    g = growing.finite()
+    if len(g.steps) < 10 or g.span < min_steps:
+        return NotJudged(f"{g.signal} covers {g.span} steps in {len(g.steps)} points; growth is judged over "
+                         f">= {min_steps:g} steps and 10 points")
+    start = min(st.edge_level_by_steps(g.steps, g.values, edge_frac), float(np.median(g.values[:3])))
+    end = st.edge_level_by_steps(g.steps, g.values, edge_frac, end=True)
+    if start <= 0:
+        return NotJudged(f"{g.signal} starts at {start:.3g}; growth is read as a ratio of a positive level")
+    if end / start < min_growth_ratio:
+        return None
+    loss_note = "no loss logged"
+    if steady is not None:
+        s = steady.finite()
+        if len(s.values) >= 10:
+            s_start = st.edge_level_by_steps(s.steps, s.values, edge_frac)
+            s_end = st.edge_level_by_steps(s.steps, s.values, edge_frac, end=True)
+            # a loss with a level (cross-entropy) that rose too is the loss rules' business; a
+            # policy-gradient loss hovering at 0 has no level to rise from
+            positive = s_start > 3.0 * st.noise_sd(s.values)
+            if positive and (s_end - s_start) / s_start > max_steady_rise:
+                return None
+            loss_note = f"{s.key} {s_start:.3g} -> {s_end:.3g}"
+    smooth = st.rolling_median(g.values, _smooth_window(len(g.values)))
+    onset = int(g.steps[np.argmax(smooth >= start + 0.25 * (end - start))])
+    return Evidence(onset, int(g.steps[-1]), {"signal": g.signal, "key": g.key, "level_start": start,
+                                              "level_end": end, "growth": end / start, "loss": loss_note})

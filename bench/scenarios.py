@@ -46,7 +46,8 @@ ALL_RULES = ("L1.reward-eval-divergence", "L1.length-confound", "L1.zero-varianc
              "L3.nonfinite-values", "L3.loss-spike", "L3.grad-norm-spike", "L3.grad-norm-precursor",
              "L3.frozen-updates", "L3.loss-divergence", "L3.rolled-back-blowup",
              "L4.logprob-mismatch", "L4.prob-mismatch", "L4.policy-version-lag", "L4.importance-ratio-off",
-             "L4.rollout-kl-high", "L4.mult-prob-error-high")
+             "L4.rollout-kl-high", "L4.mult-prob-error-high",
+             "L1.eval-loss-rising", "L3.attention-logit-growth", "L4.moe-imbalance-rising", "L4.moe-dead-experts")
 LAYER_RULES = {layer: tuple(r for r in ALL_RULES if r.startswith(f"L{layer}.")) for layer in (1, 2, 3, 4)}
 
 
@@ -1302,6 +1303,69 @@ def family_healthy_sparse_evals(rng, i):
     return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), {"eval_points": k}
 
 
+def _moe(rng, c: Curves, imbalance_end: float) -> None:
+    """MoE router statistics beside a healthy run: a max load violation drifting from ~0.3 toward
+    `imbalance_end`, and (healthy) no dead experts."""
+    n = c.n
+    x = (c.steps - 1) / max(n - 1, 1)
+    start = rng.uniform(0.2, 0.4)
+    onset = rng.uniform(0.1, 0.5)
+    c.sig["moe_imbalance"] = (start + (imbalance_end - start) * _ramp(x, onset, 1.0)) * np.exp(rng.normal(0, 0.04, n))
+    c.sig["moe_dead_expert_frac"] = np.zeros(n)
+
+
+def family_healthy_moe(rng, i):
+    """A healthy MoE GRPO run: router load imbalance steady, no expert dead."""
+    c = healthy(rng, _choose_n(rng, 300, 3000))
+    _moe(rng, c, float(rng.uniform(0.25, 0.45)))
+    label = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+    return c, label, {}
+
+
+def f_moe_imbalance(rng, i):
+    """GLM-4.5's warning: the busiest experts' share climbs 2.5-5x while the total loss stays normal."""
+    c = healthy(rng, _choose_n(rng, 400, 5000))
+    mult = rng.uniform(2.5, 5.0)
+    _moe(rng, c, 0.3 * mult)
+    return c, _fail(4, "warn", ["L4.moe-imbalance-rising"]), {"imbalance_mult": round(mult, 2)}
+
+
+def nm_moe_imbalance(rng, i):
+    """Imbalance drifting up 20-50%: specialisation, not a collapse."""
+    c = healthy(rng, _choose_n(rng, 400, 3000))
+    _moe(rng, c, 0.3 * rng.uniform(1.2, 1.5))
+    return c, {}
+
+
+def f_moe_dead(rng, i):
+    """From some step on, 25-50% of the experts get no tokens."""
+    c = healthy(rng, _choose_n(rng, 300, 3000))
+    _moe(rng, c, 0.35)
+    frac = rng.uniform(0.25, 0.5)
+    at = int(rng.uniform(0.2, 0.6) * c.n)
+    c.sig["moe_dead_expert_frac"][at:] = frac
+    return c, _fail(4, "fail", ["L4.moe-dead-experts"]), {"dead_frac": round(frac, 2), "from": at}
+
+
+def f_attention_logits(rng, i):
+    """Kimi K2's warning: the max attention logit grows from ~30 past QK-clip's 100 (to 300-3,000)."""
+    c = healthy(rng, _choose_n(rng, 400, 5000))
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    end = float(np.exp(rng.uniform(np.log(300), np.log(3000))))
+    onset = rng.uniform(0.1, 0.5)
+    c.sig["attention_logit_max"] = (30 + (end - 30) * _ramp(x, onset, 1.0) ** 1.5) * np.exp(rng.normal(0, 0.03, c.n))
+    verdict = "fail" if end > 1200 else "warn"
+    return c, _fail(3, verdict, ["L3.attention-logit-growth"]), {"logit_end": round(end)}
+
+
+def nm_attention_logits(rng, i):
+    """Max attention logit drifting 25 -> 60-90: under QK-clip's threshold."""
+    c = healthy(rng, _choose_n(rng, 400, 3000))
+    x = (c.steps - 1) / max(c.n - 1, 1)
+    c.sig["attention_logit_max"] = (25 + rng.uniform(35, 65) * x) * np.exp(rng.normal(0, 0.03, c.n))
+    return c, {}
+
+
 def _quiet(fn):
     def family(rng, i):
         c, info = fn(rng, i)
@@ -1362,6 +1426,12 @@ FAMILIES: dict[str, tuple] = {
     "near-instant-collapse": (_quiet(nm_instant_collapse), 5),
     "frozen-updates": (f_frozen_updates, 9),
     "near-frozen": (_quiet(nm_frozen), 6),
+    "healthy-moe": (family_healthy_moe, 6),
+    "moe-imbalance": (f_moe_imbalance, 6),
+    "near-moe-imbalance": (_quiet(nm_moe_imbalance), 5),
+    "moe-dead-experts": (f_moe_dead, 5),
+    "attention-logit-growth": (f_attention_logits, 6),
+    "near-attention-logits": (_quiet(nm_attention_logits), 5),
     "kl-level-high": (f_kl_level, 6),
     "near-kl-level": (_quiet(nm_kl_level), 5),
     "sft-divergence": (f_sft_divergence, 8),
@@ -1394,13 +1464,16 @@ TRL = {"reward": "train/reward", "zero_std_frac": "train/frac_reward_zero_std",
        "prob_delta": "training/rollout_probs_diff_mean",
        "policy_version_lag": "training/off_policy/trajectory_staleness/mean",
        "truncation_rate": "train/completions/clipped_ratio",
-       "is_ratio_mean": "train/sampling/importance_sampling_ratio/mean"}
+       "is_ratio_mean": "train/sampling/importance_sampling_ratio/mean",
+       "moe_imbalance": "train/load imbalance", "moe_dead_expert_frac": "train/dead_expert_frac",
+       "attention_logit_max": "train/max_logit"}
 VERL = {"reward": "critic/score/mean", "response_length": "response_length/mean", "kl": "actor/kl_loss",
         "entropy": "actor/entropy", "loss": "actor/pg_loss", "grad_norm": "actor/grad_norm", "lr": "actor/lr",
         "logprob_delta": "train_rollout_logprob_abs_diff", "prob_delta": "training/rollout_probs_diff_mean",
         "policy_version_lag": "training/off_policy/trajectory_staleness/mean",
         "truncation_rate": "response_length/clip_ratio", "kl_coef": "actor/kl_coef",
-        "is_ratio_mean": "rollout_corr/rollout_is_mean"}
+        "is_ratio_mean": "rollout_corr/rollout_is_mean", "moe_imbalance": "rollout/moe/max_vio/max",
+        "moe_dead_expert_frac": "dead_expert_frac", "attention_logit_max": "max_attention_logit"}
 FORMATS = ("csv", "csv-split", "jsonl", "parquet", "long")
 
 

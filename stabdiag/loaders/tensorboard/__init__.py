@@ -16,12 +16,12 @@ from __future__ import annotations
 import math
 import os
 import struct
-import time
 
 import numpy as np
 
 from ...errors import InputError, MissingExtraError
 from ...run import STEP_RANGE, Run, Series, in_step_range, run_name_for
+from .._progress import ByteProgress
 
 _FIRST_TAG_BYTES = 1 << 20        # how far into a file run_root looks for the first scalar tag
 _MAX_LISTED = 5                   # corrupt offsets named in one note
@@ -120,7 +120,7 @@ def load_group(paths: list[str], **options) -> Run:
     merged = _Merge()
     notes: list[str] = []
     failures: list[InputError] = []
-    with _Progress(options.get("progress", False), total, run_name_for(root or ".")) as bar:
+    with ByteProgress(options.get("progress", False), total, run_name_for(root or ".")) as bar:
         for path in ordered:
             sub = "" if os.path.dirname(path) == root else os.path.basename(os.path.dirname(path))
             size, done = _size(path), bar.done
@@ -274,37 +274,3 @@ def _record_notes(path: str, records) -> list[str]:
     if not records.native_crc:
         notes.append("google-crc32c has no native build here: checksums were verified in slow pure Python")
     return notes
-
-
-class _Progress:
-    """A rich progress bar on stderr that appears only once a load has taken more than a second."""
-
-    def __init__(self, enabled: bool, total: int, label: str) -> None:
-        self.enabled, self.total, self.label = bool(enabled), max(total, 1), label
-        self.started = time.perf_counter()
-        self.done = 0
-        self.bar = None
-        self.task = None
-
-    def __enter__(self) -> _Progress:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-    def update(self, done: int) -> None:
-        self.done = done
-        if not self.enabled:
-            return
-        if self.bar is None:
-            if time.perf_counter() - self.started < 1.0:
-                return
-            from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self.bar = Progress(TextColumn("reading {task.description}"), BarColumn(), DownloadColumn(),
-                                TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task(self.label, total=self.total)
-        self.bar.update(self.task, completed=min(done, self.total))

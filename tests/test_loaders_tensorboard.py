@@ -26,6 +26,7 @@ from tensorboard.util import tensor_util  # noqa: E402
 from stabdiag.assemble import discover, load  # noqa: E402
 from stabdiag.errors import InputError, MissingExtraError  # noqa: E402
 from stabdiag.loaders import tensorboard as tb  # noqa: E402
+from stabdiag.loaders._progress import ByteProgress  # noqa: E402
 from stabdiag.loaders.tensorboard import _events as _tbevents  # noqa: E402
 from stabdiag.loaders.tensorboard import _tfrecord
 
@@ -339,14 +340,14 @@ def test_inputs_are_not_modified_and_the_load_is_quiet(tmp_path, capsys):
 
 
 def test_progress_bar_appears_only_after_a_second():
-    bar = tb._Progress(True, 100, "run")
+    bar = ByteProgress(True, 100, "run")
     bar.update(10)
     assert bar.bar is None
     bar.started -= 2
     bar.update(50)
     assert bar.bar is not None
     bar.__exit__(None, None, None)
-    quiet = tb._Progress(False, 100, "run")
+    quiet = ByteProgress(False, 100, "run")
     quiet.started -= 2
     quiet.update(50)
     assert quiet.bar is None

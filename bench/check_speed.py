@@ -21,41 +21,48 @@ METRICS = 30
 REPEATS = 3
 
 
-def make_run():
+def make_columns(steps_count: int = STEPS, metrics: int = METRICS):
+    """The run's points: (steps, {name: values}, eval steps, {eval name: values}).  Every column but the
+    two evals is logged at every step; the grad norm blows up over the last 500 steps and ends NaN."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, steps_count + 1)
+    x = steps / steps_count
+    cols = {
+        "train/reward": 0.3 + 0.4 * (1 - np.exp(-x / 0.1)) + rng.normal(0, 0.03, steps_count),
+        "train/frac_reward_zero_std": np.clip(0.2 + rng.normal(0, 0.03, steps_count), 0, 1),
+        "train/completions/mean_length": 400 * (1 + 0.3 * x) + rng.normal(0, 10, steps_count),
+        "train/kl": 0.01 * x + 0.0005,
+        "train/entropy": 1.2 - 0.1 * x + rng.normal(0, 0.02, steps_count),
+        "train/loss": rng.normal(0.01, 0.02, steps_count),
+        "train/grad_norm": 0.8 * np.exp(rng.normal(0, 0.3, steps_count)),
+        "train/learning_rate": 1e-6 * np.minimum(1, x * 20),
+        "train/sampling/sampling_logp_difference/mean": 0.02 * np.exp(rng.normal(0, 0.1, steps_count)),
+        "training/rollout_probs_diff_mean": 0.003 * np.exp(rng.normal(0, 0.1, steps_count)),
+        "training/off_policy/trajectory_staleness/mean": 1 + rng.normal(0, 0.1, steps_count),
+        "train/reward_std": 0.3 + rng.normal(0, 0.02, steps_count),
+        "train/clip_ratio/region_mean": np.abs(rng.normal(0.002, 0.001, steps_count)),
+    }
+    blowup = min(500, steps_count // 2)
+    cols["train/grad_norm"][steps_count - blowup:] *= np.exp(np.arange(blowup) / 100)
+    cols["train/grad_norm"][steps_count - 10:] = math.nan
+    cols["train/loss"][steps_count - 12:] = math.nan
+    i = 0
+    while len(cols) < metrics - 2:
+        cols[f"train/extra_metric_{i:02d}"] = rng.normal(0, 1, steps_count)
+        i += 1
+    ev = np.arange(100, steps_count + 1, 100)
+    evals = {f"eval/{name}_accuracy": 0.4 + 0.1 * (1 - np.exp(-ev / steps_count / 0.1)) + rng.normal(0, 0.01, len(ev))
+             for name in ("math500", "aime24")}
+    return steps, cols, ev, evals
+
+
+def make_run(steps_count: int = STEPS):
     from stabdiag.run import Run, Series
 
-    rng = np.random.default_rng(0)
-    steps = np.arange(1, STEPS + 1)
-    x = steps / STEPS
-    cols = {
-        "train/reward": 0.3 + 0.4 * (1 - np.exp(-x / 0.1)) + rng.normal(0, 0.03, STEPS),
-        "train/frac_reward_zero_std": np.clip(0.2 + rng.normal(0, 0.03, STEPS), 0, 1),
-        "train/completions/mean_length": 400 * (1 + 0.3 * x) + rng.normal(0, 10, STEPS),
-        "train/kl": 0.01 * x + 0.0005,
-        "train/entropy": 1.2 - 0.1 * x + rng.normal(0, 0.02, STEPS),
-        "train/loss": rng.normal(0.01, 0.02, STEPS),
-        "train/grad_norm": 0.8 * np.exp(rng.normal(0, 0.3, STEPS)),
-        "train/learning_rate": 1e-6 * np.minimum(1, x * 20),
-        "train/sampling/sampling_logp_difference/mean": 0.02 * np.exp(rng.normal(0, 0.1, STEPS)),
-        "training/rollout_probs_diff_mean": 0.003 * np.exp(rng.normal(0, 0.1, STEPS)),
-        "training/off_policy/trajectory_staleness/mean": 1 + rng.normal(0, 0.1, STEPS),
-        "train/reward_std": 0.3 + rng.normal(0, 0.02, STEPS),
-        "train/clip_ratio/region_mean": np.abs(rng.normal(0.002, 0.001, STEPS)),
-    }
-    cols["train/grad_norm"][STEPS - 500:] *= np.exp(np.arange(500) / 100)
-    cols["train/grad_norm"][STEPS - 10:] = math.nan
-    cols["train/loss"][STEPS - 12:] = math.nan
-    i = 0
-    while len(cols) < METRICS - 2:
-        cols[f"train/extra_metric_{i:02d}"] = rng.normal(0, 1, STEPS)
-        i += 1
+    steps, cols, ev, evals = make_columns(steps_count)
     series = {k: Series.from_points(k, steps, v) for k, v in cols.items()}
-    ev = np.arange(100, STEPS + 1, 100)
-    for name in ("math500", "aime24"):
-        key = f"eval/{name}_accuracy"
-        series[key] = Series.from_points(key, ev, 0.4 + 0.1 * (1 - np.exp(-ev / STEPS / 0.1))
-                                         + rng.normal(0, 0.01, len(ev)))
-    return Run(name="speed-50k", series=series)
+    series.update({k: Series.from_points(k, ev, v) for k, v in evals.items()})
+    return Run(name=f"speed-{steps_count // 1000}k", series=series)
 
 
 def measure(repeats: int = REPEATS) -> float:

@@ -3,6 +3,9 @@ medians, spreads are MADs, trends are Theil–Sen slopes, and "recent level" is 
 
 from __future__ import annotations
 
+import heapq
+import math
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -12,14 +15,34 @@ MAD_TO_SD = 1.4826   # makes the MAD of a normal sample estimate its standard de
 def robust_sd(x: np.ndarray) -> float:
     if len(x) == 0:
         return 0.0
-    return float(MAD_TO_SD * np.median(np.abs(x - np.median(x))))
+    return _mad_sd(np.array(x, dtype=np.float64))
 
 
 def noise_sd(x: np.ndarray) -> float:
     """Point-to-point noise of a curve, insensitive to its trend: robust sd of first differences / √2."""
     if len(x) < 3:
         return 0.0
-    return robust_sd(np.diff(x)) / np.sqrt(2.0)
+    return _mad_sd(np.diff(np.asarray(x, dtype=np.float64))) / np.sqrt(2.0)
+
+
+def _mad_sd(owned: np.ndarray) -> float:
+    """MAD_TO_SD * np.median(|x - np.median(x)|), the same number, reordering and overwriting `owned` (a
+    fresh array) instead of copying it twice: these run on every point of the longest curves."""
+    if np.isnan(owned).any():
+        return math.nan
+    np.subtract(owned, _median_in_place(owned), out=owned)
+    if np.isnan(owned).any():                    # Inf - Inf: an infinite median
+        return math.nan
+    return float(MAD_TO_SD * _median_in_place(np.abs(owned, out=owned)))
+
+
+def _median_in_place(a: np.ndarray) -> float:
+    """np.median of `a` (no NaN in it), partitioning `a` itself: the middle value, or the mean of the two."""
+    upper = len(a) // 2
+    a.partition(upper)
+    if len(a) % 2:
+        return a[upper]
+    return (a[:upper].max() + a[upper]) / 2
 
 
 def edge_level(x: np.ndarray, frac: float, *, end: bool = False, min_points: int = 3) -> float:
@@ -43,40 +66,351 @@ def edge_level_by_steps(steps: np.ndarray, x: np.ndarray, frac: float, *, end: b
 
 
 def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
-    """Centred running median (edges use the shrunken window); window is forced odd."""
+    """Centred running median (edges use the shrunken window, NaN points are skipped); window is forced
+    odd.  Exact: the same numbers as np.nanmedian over each window."""
     window = max(1, int(window)) | 1
     if window == 1 or len(x) < window:
         return x.astype(np.float64, copy=True) if window == 1 or len(x) == 0 else \
             np.full(len(x), float(np.median(x)))
+    x = np.asarray(x, dtype=np.float64)
+    half = window // 2
+    if np.isnan(x).any():
+        return _rolling_nanmedian(x, window)
+    out = np.empty(len(x))
+    out[half:len(x) - half] = sliding_median(x, window)
+    # the edges' windows are the first (last) half+1 .. window-1 points
+    out[:half] = expanding_median(x[:window - 1])[half:]
+    out[len(x) - half:] = expanding_median(x[::-1][:window - 1])[half:][::-1]
+    return out
+
+
+def _rolling_nanmedian(x: np.ndarray, window: int) -> np.ndarray:
+    """rolling_median of a curve with NaN in it (no detector passes one): np.nanmedian over each window,
+    a block of windows at a time so that no n x window array is held."""
     half = window // 2
     padded = np.concatenate([np.full(half, np.nan), x, np.full(half, np.nan)])
-    return np.nanmedian(sliding_window_view(padded, window), axis=1)
+    return _per_row(sliding_window_view(padded, window), np.nanmedian)
 
 
-def trailing_median_mad(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
-    """Median and MAD-sd of the `window` points *before* each point (NaN where there are none)."""
-    med = np.full(len(x), np.nan)
-    sd = np.full(len(x), np.nan)
-    if len(x) <= window:
+_BLOCK_CELLS = 1 << 18          # windows x width materialised at a time (2 MB of float64)
+_SELECT_MAX_WIDTH = 128         # up to this width, selecting in each window (O(w)) beats the block walk
+
+
+def sliding_median(x: np.ndarray, width: int) -> np.ndarray:
+    """The median of every `width` consecutive points, x[s:s+width] for s = 0 .. len(x)-width, exactly as
+    np.median computes it (the middle value, or the mean of the two middle values).  x holds no NaN."""
+    count = len(x) - width + 1
+    if count <= 0:
+        return np.empty(0)
+    if width in (1, 3, 5):
+        return _small_sliding_median(x, width)
+    if count * width <= _BLOCK_CELLS or (width <= _SELECT_MAX_WIDTH and width % 2 == 0):
+        return _select_rows(sliding_window_view(x, width))
+    if width <= _SELECT_MAX_WIDTH:
+        return _grouped_median(x, width)
+    return _block_walk_median(x, width)
+
+
+def _small_sliding_median(x: np.ndarray, width: int) -> np.ndarray:
+    """sliding_median for a width of 1, 3 or 5 by min/max alone (a selection network), in place."""
+    if width == 1:
+        return x.astype(np.float64, copy=True)
+    count = len(x) - width + 1
+    a, b, c = x[:count], x[1:count + 1], x[2:count + 2]
+    if width == 3:
+        low, high = np.minimum(a, b), np.maximum(a, b)
+        np.minimum(high, c, out=high)
+        return np.maximum(low, high, out=low)
+    # five: the middle two of the first four are the larger of the pairs' minima and the smaller of
+    # their maxima; the median is the fifth point clamped between them
+    d, e = x[3:count + 3], x[4:count + 4]
+    low, other = np.minimum(a, b), np.minimum(c, d)
+    np.maximum(low, other, out=low)
+    high = np.maximum(a, b)
+    np.maximum(c, d, out=other)
+    np.minimum(high, other, out=high)
+    np.minimum(low, high, out=other)
+    np.maximum(low, high, out=high)
+    np.maximum(e, other, out=other)
+    return np.minimum(other, high, out=other)
+
+
+def _grouped_median(x: np.ndarray, width: int, group: int = 4) -> np.ndarray:
+    """sliding_median for an odd width from 7 up: `group` consecutive windows share a core of width-group+1
+    points, sorted once.  A window's median is then the median of the core's `group` middle values and
+    its group-1 other points (the core's points further out cannot be the middle one), found by inserting
+    those points one at a time into the sorted middle values with min/max, keeping only the places that
+    can still end up in the middle."""
+    half = width // 2
+    count = len(x) - width + 1
+    groups = -(-count // group)
+    # padded so that every group has all its windows' points; a window past the end is dropped at return
+    padded = np.concatenate([x, np.full(group * (groups + width // group + 2) - len(x), x[-1])])
+    size = width - group + 1
+    cores = sliding_window_view(padded[group - 1:], size)[::group][:groups]
+    middles = np.empty((group, groups))
+    step = max(1, _BLOCK_CELLS // size)
+    for s in range(0, groups, step):
+        middles[:, s:s + step] = np.sort(cores[s:s + step], axis=1)[:, half - group + 1:half + 1].T
+    columns = padded.reshape(-1, group).T.copy()     # columns[r][g] = x[group*g + r]
+    out = np.empty((group, groups))
+    for j in range(group):                           # the window starting at group*g + j
+        others = [columns[r][:groups] for r in range(j, group - 1)]
+        others += [columns[(width + i) % group][(width + i) // group:][:groups] for i in range(j)]
+        kept = list(middles)
+        for point in others:
+            kept = [np.minimum(kept[p], np.maximum(kept[p - 1], point)) for p in range(1, len(kept))]
+        out[j] = kept[0]
+    return out.T.ravel()[:count]
+
+
+def _select_rows(rows: np.ndarray) -> np.ndarray:
+    """np.median of each row of a (strided) 2-D view holding no NaN, by one partition per block of rows
+    (O(width) per row, memory for one block; np.median's own two-point partition is 5x slower)."""
+    width = rows.shape[1]
+    upper = width // 2                              # the middle value, or the upper of the two
+    out = np.empty(len(rows))
+    step = max(1, _BLOCK_CELLS // width)
+    for s in range(0, len(rows), step):
+        block = rows[s:s + step].copy()
+        block.partition(upper, axis=1)
+        if width % 2:
+            out[s:s + step] = block[:, upper]
+        else:
+            out[s:s + step] = (block[:, :upper].max(axis=1) + block[:, upper]) / 2
+    return out
+
+
+def _per_row(rows: np.ndarray, median) -> np.ndarray:
+    """median(row) of each row of a (strided) 2-D view, a block of rows at a time."""
+    out = np.empty(len(rows))
+    step = max(1, _BLOCK_CELLS // max(1, rows.shape[1]))
+    for s in range(0, len(rows), step):
+        out[s:s + step] = median(rows[s:s + step], axis=1)
+    return out
+
+
+def expanding_median(x: np.ndarray) -> np.ndarray:
+    """np.median(x[:i+1]) for every i, with two heaps: O(n log n).  x holds no NaN."""
+    out = np.empty(len(x))
+    low: list[float] = []     # the lower half, negated (a max-heap); holds the extra point when odd
+    high: list[float] = []
+    for i, v in enumerate(x.tolist()):
+        if low and v > -low[0]:
+            heapq.heappush(high, v)
+        else:
+            heapq.heappush(low, -v)
+        if len(low) > len(high) + 1:
+            heapq.heappush(high, -heapq.heappop(low))
+        elif len(high) > len(low):
+            heapq.heappush(low, -heapq.heappop(high))
+        out[i] = -low[0] if len(low) > len(high) else (-low[0] + high[0]) / 2
+    return out
+
+
+def _block_walk_median(x: np.ndarray, width: int) -> np.ndarray:
+    """sliding_median in O(n log w) (Suomela, "Median filtering is equivalent to sorting", 2014).
+
+    The points are cut into blocks of `width`; a window starting at offset t of block A is A[t:] plus
+    B[:t] of the next block B.  Each pair (A, B) is sorted once, and two linked lists in that sorted order
+    hold A's and B's points in the window: stepping t removes one point of A, adds one of B (B's list is
+    emptied in reverse beforehand, so each addition restores the links it had), and moves the median
+    pointers by at most one place.  Every block pair is one lane of numpy arrays; the Python loop runs
+    over the `width` offsets, not over points."""
+    n = len(x)
+    lanes = -(-(n - width + 1) // width)
+    padded = np.concatenate([x, np.full((lanes + 1) * width - n, x[-1])])
+    blocks = padded.reshape(lanes + 1, width)
+    out = np.empty(lanes * width)
+    per_batch = max(1, _BLOCK_CELLS // (2 * width))
+    for lo in range(0, lanes, per_batch):
+        hi = min(lanes, lo + per_batch)
+        out[lo * width:hi * width] = _walk_lanes(blocks[lo:hi + 1], width)
+    return out[:n - width + 1]
+
+
+def _walk_lanes(blocks: np.ndarray, w: int) -> np.ndarray:
+    """The medians of the windows starting in each block but the last (see _block_walk_median)."""
+    lanes = len(blocks) - 1
+    pairs = np.concatenate([blocks[:-1], blocks[1:]], axis=1)
+    order = np.argsort(pairs, axis=1)                # any total order consistent with the values
+    size = 2 * w + 2                                 # per lane: node 0 heads the lists, 1..2w are the
+    base = (np.arange(lanes) * size)[:, None]        # sorted points, 2w+1 ends them
+    values = np.empty((lanes, size))
+    values[:, 1:-1] = np.take_along_axis(pairs, order, axis=1)
+    values = values.ravel()
+    node_of = np.empty((lanes, 2 * w), dtype=np.intp)
+    np.put_along_axis(node_of, order, np.arange(1, 2 * w + 1), axis=1)
+    node_of += base
+    in_a = order < w
+    sorted_nodes = np.broadcast_to(np.arange(1, 2 * w + 1), (lanes, 2 * w))
+    a_nodes = sorted_nodes[in_a].reshape(lanes, w) + base
+    nxt_a, prv_a = _linked(a_nodes, base, size)
+    nxt_b, prv_b = _linked(sorted_nodes[~in_a].reshape(lanes, w) + base, base, size)
+    for p in range(w - 1, -1, -1):                   # B's list starts empty
+        b = node_of[:, w + p]
+        nxt_b[prv_b[b]] = nxt_b[b]
+        prv_b[nxt_b[b]] = prv_b[b]
+    h = (w - 1) // 2                                 # points strictly below the (lower) median
+    # the cut: the points before pa in A's list and before pb in B's list are the h smallest
+    pa, pb, below = a_nodes[:, h].copy(), base[:, 0] + size - 1, np.full(lanes, h)
+    out = np.empty((lanes, w))
+    for t in range(w):
+        if t:
+            a = node_of[:, t - 1]                    # A's point at t-1 leaves
+            below -= a < pa
+            pa = np.where(a == pa, nxt_a[a], pa)
+            nxt_a[prv_a[a]] = nxt_a[a]
+            prv_a[nxt_a[a]] = prv_a[a]
+            b = node_of[:, w + t - 1]                # B's point at t-1 joins
+            nxt_b[prv_b[b]] = b
+            prv_b[nxt_b[b]] = b
+            joined = b < pb
+            below += joined
+            # too many below, or the new point went below while larger than A's next: drop the largest
+            back = (below > h) | ((below == h) & joined & (b > pa))
+            qa, qb = prv_a[pa], prv_b[pb]
+            from_a = qa > qb
+            pa = np.where(back & from_a, qa, pa)
+            pb = np.where(back & ~from_a, qb, pb)
+            below -= back
+            ahead = below < h                        # too few below: take the smallest above
+            from_a = pa < pb
+            pa = np.where(ahead & from_a, nxt_a[pa], pa)
+            pb = np.where(ahead & ~from_a, nxt_b[pb], pb)
+            below += ahead
+        a_first = pa < pb
+        low = values[np.where(a_first, pa, pb)]
+        if w % 2:
+            out[:, t] = low
+        else:
+            after = np.minimum(np.where(a_first, nxt_a[pa], nxt_b[pb]), np.where(a_first, pb, pa))
+            out[:, t] = (low + values[after]) / 2
+    return out.ravel()
+
+
+def _linked(nodes: np.ndarray, base: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """next/previous arrays of one doubly linked list per lane through `nodes` (in order), from the head
+    node to the end node."""
+    nxt = np.zeros(len(nodes) * size, dtype=np.intp)
+    prv = np.zeros(len(nodes) * size, dtype=np.intp)
+    chain = np.concatenate([base, nodes, base + size - 1], axis=1)
+    nxt[chain[:, :-1]] = chain[:, 1:]
+    prv[chain[:, 1:]] = chain[:, :-1]
+    return nxt, prv
+
+
+def recent_median_floor(x: np.ndarray, window: int) -> np.ndarray:
+    """For each point, a value at or under the median of the `window` points before it (all points before
+    it while there are fewer; NaN at the first point): exact over the first `window` points, a cheap
+    O(n) bound after.  A test `x - median >= d` then needs the median only where `x - floor >= d`.
+
+    The bound: cut the points into blocks of `size`; each whole block's order statistic r is at or under
+    `size - r` of its points, so the least of them over F whole blocks inside the window is at or under
+    F * (size - r) of the window's points: enough to be at or under its median once that is more than
+    half the window.  x holds no NaN."""
+    n = len(x)
+    out = np.full(n, np.nan)
+    head = min(window, n)
+    if head > 1:
+        out[1:head] = expanding_median(x[:head - 1])
+    if n <= window:
+        return out
+    size = max(1, window // 8)
+    whole = window // size - 1                       # whole blocks every window holds, at least
+    rank = size - -(-(window - (window - 1) // 2) // whole) if whole >= 1 else -1
+    if rank < 0:
+        out[window:] = -np.inf
+        return out
+    count = n // size
+    stats = np.partition(x[:count * size].reshape(count, size), rank, axis=1)[:, rank]
+    least = np.min(sliding_window_view(stats, whole), axis=1)
+    first = (np.arange(window, n) - window + size - 1) // size
+    out[window:] = least[first]
+    return out
+
+
+def recent_median_mad(x: np.ndarray, window: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Median and MAD-sd of the `window` points before each index in `at` (all points before it while
+    there are fewer; NaN where there are none)."""
+    at = np.asarray(at, dtype=np.intp)
+    med = np.full(len(at), np.nan)
+    sd = np.full(len(at), np.nan)
+    for j in np.flatnonzero((at < window) & (at > 0)):
+        med[j] = np.median(x[:at[j]])
+        sd[j] = robust_sd(x[:at[j]])
+    full = np.flatnonzero(at >= window)
+    if not len(full):
         return med, sd
-    views = sliding_window_view(x[:-1], window)           # views[i] = x[i : i+window] precedes x[i+window]
-    m = np.median(views, axis=1)
-    med[window:] = m
-    sd[window:] = MAD_TO_SD * np.median(np.abs(views - m[:, None]), axis=1)
+    rows = sliding_window_view(x, window)
+    step = max(1, _BLOCK_CELLS // window)
+    for s in range(0, len(full), step):
+        part = full[s:s + step]
+        views = rows[at[part] - window]
+        m = np.median(views, axis=1)
+        med[part] = m
+        sd[part] = MAD_TO_SD * np.median(np.abs(views - m[:, None]), axis=1)
     return med, sd
 
 
 def ema_before(x: np.ndarray, span: float) -> np.ndarray:
-    """EMA of the points before each point (the current point excluded); first entry is NaN."""
-    from scipy.signal import lfilter
+    """EMA of the points before each point (the current point excluded); first entry is NaN.  span >= 1.
 
+    The recursion e_t = (1-a) e_(t-1) + a x_t as a closed form per chunk (see _ema), the numbers of a
+    first-order IIR filter (scipy.signal.lfilter) within 1e-12 relative.  As there, a NaN or Inf point
+    makes its EMA non-finite and every later one NaN (an Inf first point stays Inf until the next
+    non-finite point)."""
     out = np.full(len(x), np.nan)
     if len(x) < 2:
         return out
     alpha = 2.0 / (span + 1.0)
-    ema, _ = lfilter([alpha], [1.0, alpha - 1.0], x[1:], zi=[(1.0 - alpha) * x[0]])
-    out[1] = x[0]
-    out[2:] = ema[:-1]
+    y = np.asarray(x[:-1], dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(y))
+    first = int(bad[0]) if len(bad) else len(y)
+    ema = np.full(len(y), np.nan)
+    if first > 0:
+        ema[:first] = _ema(y[:first], alpha)
+    else:                                         # the filter's state is Inf (or NaN) from the start
+        first = int(bad[1]) if len(bad) > 1 else len(y)
+        ema[:first] = alpha * y[:first] + (1.0 - alpha) * y[0]
+        ema[0] = y[0]
+    if first < len(y):
+        ema[first] = alpha * y[first] + (1.0 - alpha) * ema[first - 1]
+    out[1:] = ema
+    return out
+
+
+def _ema(y: np.ndarray, alpha: float) -> np.ndarray:
+    """e_0 = y_0, e_t = (1-a) e_(t-1) + a y_t, for finite y, in O(n) numpy.
+
+    Within a chunk of L points starting from state c, e_j = d^(j+1) c + a d^j sum_(k<=j) y_k / d^k
+    (d = 1-a): a cumulative sum, no loop.  L keeps d^L >= 2**-200, so 1/d^k never overflows for y
+    scaled to |y| <= 1 (by a power of two: exact) and d^k never underflows; the rounding error then
+    stays near the recursion's own (about eps/a relative).  Only the chunks' end states are carried in
+    Python, one float per chunk."""
+    decay = 1.0 - alpha
+    if decay <= 0.0:
+        return y.copy()
+    scale = 2.0 ** -np.frexp(np.max(np.abs(y)))[1] if np.any(y) else 1.0
+    z = y[1:] * scale
+    size = int(min(4096, max(1, 200 * math.log(2) / -math.log(decay)))) if decay < 1.0 else 4096
+    chunks = -(-len(z) // size)
+    powers = decay ** np.arange(size + 1)            # d^0 .. d^L
+    local = np.zeros((chunks, size))
+    local.ravel()[:len(z)] = z
+    local /= powers[:-1]
+    np.cumsum(local, axis=1, out=local)
+    local *= alpha * powers[:-1]                     # each chunk's EMA from a state of 0
+    state = float(y[0] * scale)
+    starts = []
+    last = powers[-1]
+    for end in local[:, -1].tolist():                # the state each chunk starts from
+        starts.append(state)
+        state = end + last * state
+    local += np.multiply.outer(starts, powers[1:])
+    out = np.empty(len(y))
+    out[0] = y[0]
+    np.divide(local.ravel()[:len(z)], scale, out=out[1:])
     return out
 
 
@@ -111,11 +445,11 @@ def persistent_nonfinite_index(values: np.ndarray, recover_points: int = 3) -> i
     bad = ~np.isfinite(values)
     if not bad.any():
         return None
-    for i in np.flatnonzero(bad):
-        after = bad[i + 1:i + 1 + recover_points]
-        if len(after) < recover_points or after.any():
-            return int(i)
-    return None
+    idx = np.flatnonzero(bad)
+    seen = np.cumsum(bad)                              # non-finite points up to and including each one
+    ahead = np.minimum(idx + recover_points, len(values) - 1)
+    persists = (idx + recover_points >= len(values)) | (seen[ahead] > seen[idx])
+    return int(idx[np.argmax(persists)]) if persists.any() else None
 
 
 def logged_quantum(x: np.ndarray) -> float:
@@ -152,18 +486,65 @@ def cusum_change(values: np.ndarray, baseline_points: int, *, drift_sd: float = 
     base = values[:baseline_points]
     sd = max(robust_sd(base), noise_sd(values)) or 1e-12
     # clipped: a heavy-tailed curve's single outliers must not add up to a "shift"
-    z = np.clip((values - float(np.median(base))) / sd, -3.0, 3.0)
-    high = low = 0.0
-    start_high = start_low = baseline_points
-    for i in range(baseline_points, len(z)):
-        high = max(0.0, high + z[i] - drift_sd)
-        low = max(0.0, low - z[i] - drift_sd)
-        if high == 0.0:
-            start_high = i + 1
-        if low == 0.0:
-            start_low = i + 1
-        if high > threshold_sd:
-            return min(start_high, i)
-        if low > threshold_sd:
-            return min(start_low, i)
-    return None
+    z = np.clip((values[baseline_points:] - float(np.median(base))) / sd, -3.0, 3.0)
+    high = _first_alarm(z, drift_sd, threshold_sd)
+    low = _first_alarm(-z, drift_sd, threshold_sd)
+    alarms = [a for a in (high, low) if a is not None]      # the upper side wins a tie, as it is read first
+    if not alarms:
+        return None
+    at, start = min(alarms, key=lambda a: a[0])
+    return baseline_points + min(start, at)
+
+
+def _first_alarm(z: np.ndarray, drift: float, threshold: float) -> tuple[int, int] | None:
+    """The first index where the one-sided CUSUM s = max(0, s + z - drift) exceeds `threshold`, and the
+    index after its last reset to 0, exactly as that loop computes them (a NaN resets it).
+
+    Vectorised by Lindley's identity, s_t = S_t - min(0, min_(u<=t) S_u) with S the cumulative sum of
+    z - drift: only near an alarm (within the cumulative sum's rounding bound `slack`) does the loop
+    itself run, from the last point where s surely reset to 0, so the answer is the loop's to the bit."""
+    if len(z) == 0:
+        return None
+    step = z - drift
+    finite = np.isfinite(step)
+    if not finite.all():
+        # a NaN or -Inf surely resets the sum, +Inf surely raises the alarm: stand-ins that do the same
+        jump = threshold + 2.0 * (float(np.max(np.abs(step[finite]))) if finite.any() else 0.0) + 1.0
+        step = np.where(finite, step, np.where(step > 0, jump, -jump))
+    total = np.cumsum(step)
+    low = np.minimum.accumulate(np.minimum(total, 0.0))
+    before = np.concatenate([[0.0], low[:-1]])
+    slack = 8 * np.finfo(float).eps * len(z) * (float(np.max(np.abs(total))) + threshold + 1.0) + 1e-9
+    reset = total - before < -slack                  # s is 0 here whatever the rounding
+    near = np.flatnonzero(total - low > threshold - slack)
+    pos = 0
+    while True:
+        later = near[near >= pos]
+        if not len(later):
+            return None
+        first = int(later[0])
+        resets = np.flatnonzero(reset[:first])
+        alarm, pos = _cusum_loop(z, reset, drift, threshold, int(resets[-1]) + 1 if len(resets) else 0, first)
+        if alarm is not None:
+            return alarm
+
+
+def _cusum_loop(z: np.ndarray, reset: np.ndarray, drift: float, threshold: float, begin: int,
+                first: int) -> tuple[tuple[int, int] | None, int]:
+    """The CUSUM loop itself from `begin` (where s is 0): its alarm (index, start), or None and the
+    index after the first sure reset at or after `first` (len(z) + 1 at the end)."""
+    s, start = 0.0, begin
+    for lo in range(begin, len(z), _LOOP_CHUNK):
+        chunk = zip(z[lo:lo + _LOOP_CHUNK].tolist(), reset[lo:lo + _LOOP_CHUNK].tolist())
+        for i, (value, surely_reset) in enumerate(chunk, lo):
+            s = max(0.0, s + value - drift)
+            if s == 0.0:
+                start = i + 1
+            if s > threshold:
+                return (i, start), i + 1
+            if i >= first and surely_reset:
+                return None, i + 1
+    return None, len(z) + 1
+
+
+_LOOP_CHUNK = 4096       # points converted to Python floats at a time by the exact CUSUM loop

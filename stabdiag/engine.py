@@ -52,9 +52,9 @@ def _curve(signals: Signals, name: str, cutoff: int | None) -> Curve | None:
         return None
     steps, values = s.steps, s.values
     if cutoff is not None:
-        keep = steps <= cutoff
-        steps, values = steps[keep], values[keep]
-        if len(steps) == 0:
+        end = int(np.searchsorted(steps, cutoff, side="right"))     # steps ascend: views, not copies
+        steps, values = steps[:end], values[:end]
+        if end == 0:
             return None
     return Curve(name, s.key, steps, values, s.superseded_steps, s.superseded_values)
 

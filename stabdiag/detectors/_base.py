@@ -39,7 +39,11 @@ class Curve:
     @property
     def cadence(self) -> float:
         """Median steps between logged points (1 when every step is logged)."""
-        return float(np.median(np.diff(self.steps))) if len(self.steps) > 1 else 1.0
+        if len(self.steps) < 2:
+            return 1.0
+        gaps = np.diff(self.steps)
+        # evenly logged (the usual case): the median is that gap, without a partition of every gap
+        return float(gaps[0]) if (gaps == gaps[0]).all() else float(np.median(gaps))
 
     def points_for(self, steps: float, minimum: int = 1) -> int:
         """How many logged points cover `steps` training steps at this curve's cadence (at least

@@ -36,11 +36,10 @@ def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_un
         after = values[end + 1:end + 1 + k]
         if len(after) < k:
             return False                    # the run ends (or breaks off) before it could come back
-        under = values <= back_under[start]
         if float(np.median(after)) <= back_under[start]:
             return True
-        return any(j + stay_points <= len(values) and under[j:j + stay_points].all()
-                   for j in range(end + 1, end + 1 + k))
+        under = values[end + 1:end + k + stay_points] <= back_under[start]    # only the points it reads
+        return any(j + stay_points <= len(under) and under[j:j + stay_points].all() for j in range(k))
 
     return [(int(a), int(e), recovered(a, e)) for a, e in zip(starts, ends)]
 
@@ -66,6 +65,35 @@ def _spike_evidence(v: Curve, episodes, level: np.ndarray, level_name: str, reco
         severity="warn" if absorbed else None)
 
 
+def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float,
+                      min_jump_sd: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which points spike against the median of the `window` points before them (all points so far until
+    a full window has passed, from the 11th point on), and that recent median and robust sd (NaN where
+    not needed).  The sd is never under a floor, so a point whose jump over a cheap lower bound of its
+    recent median stays under `min_jump_sd` floors is no spike: the exact median and MAD (O(window)
+    each) are computed only for the few points left."""
+    n = len(x)
+    lower = st.recent_median_floor(x, window)
+    lower[:10] = np.nan
+    # a history that is flat to the logged precision (a GRPO loss printed as 0.0000 for 30 steps) has a
+    # MAD of 0; the run's own point-to-point noise is the floor, so 0.0001 is not a spike
+    noise = st.noise_sd(x)
+    maybe = np.flatnonzero(x - lower >= min_jump_sd * max(noise, 1e-12))
+    med, sd, spike = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
+    if not len(maybe):
+        return spike, med, sd
+    # ... and a loss printed to 4 decimals moves in steps of 0.0001: one printed step is the least noise
+    floor = max(noise, st.logged_quantum(x))
+    m, d = st.recent_median_mad(x, window, maybe)
+    d = np.maximum(d, np.maximum(floor, 1e-6 * np.abs(m) + 1e-12))
+    level = x[maybe]
+    positive_level = m > 3.0 * d
+    spike[maybe] = (level - m >= min_jump_sd * d) & np.where(positive_level, level >= min_ratio * m, True) \
+        & np.isfinite(m)
+    med[maybe], sd[maybe] = m, d
+    return spike, med, sd
+
+
 def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps, min_ratio, min_jump_sd,
                     isolated_max_count, isolated_window_steps, recover_steps,
                     recover_sd) -> Evidence | NotJudged | None:
@@ -80,21 +108,7 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
     window = v.points_for(window_steps, 10)
     recover = v.points_for(recover_steps, 2)
-    med, sd = st.trailing_median_mad(v.values, window)
-    # before a full window has passed, the recent level is all the points so far (at least 10)
-    for i in range(10, min(window, len(v.values))):
-        head = v.values[:i]
-        med[i] = np.median(head)
-        sd[i] = st.robust_sd(head)
-    # a history that is flat to the logged precision (a GRPO loss printed as 0.0000 for 30 steps) has a
-    # MAD of 0; the run's own point-to-point noise is the floor, so 0.0001 is not a spike
-    # and a loss printed to 4 decimals moves in steps of 0.0001: one printed step is the least noise
-    floor = max(st.noise_sd(v.values), st.logged_quantum(v.values))
-    sd = np.maximum(sd, np.maximum(floor, 1e-6 * np.abs(med) + 1e-12))
-    jump = v.values - med
-    positive_level = med > 3.0 * sd
-    spike = (jump >= min_jump_sd * sd) & np.where(positive_level, v.values >= min_ratio * med, True)
-    spike &= np.isfinite(med)
+    spike, med, sd = _spikes_vs_recent(v.values, window, min_ratio, min_jump_sd)
     if not spike.any():
         return None
     episodes = _recovered(v.values, np.flatnonzero(spike), recover, med + recover_sd * sd)
@@ -164,9 +178,8 @@ def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_
     above = smooth >= rise_ratio * max(baseline, 1e-12)
     if not above[-1]:
         return None
-    start = len(above) - 1
-    while start > 0 and above[start - 1]:
-        start -= 1
+    below = np.flatnonzero(~above)
+    start = int(below[-1]) + 1 if len(below) else 0     # where the final stretch above began
     lead = int(event - steps[start])
     if lead < min_lead_steps or st.theil_sen_slope(steps[start:], vals[start:]) <= 0:
         return None

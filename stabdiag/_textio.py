@@ -14,7 +14,7 @@ import io
 import json
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .errors import InputError
 
@@ -71,26 +71,93 @@ def complete_text(path: str, notes: list[str]) -> str:
     return decoded(path, data)
 
 
+def complete_length(path: str) -> tuple[int, bool]:
+    """What complete_text keeps of a plain file, without reading all of it: the length of its whole lines,
+    and whether a last line without its newline (holding more than blanks) is left out."""
+    with open(path, "rb") as fh:
+        pos = fh.seek(0, os.SEEK_END)
+        unfinished = False
+        while pos > 0:
+            step = min(pos, 1 << 16)
+            fh.seek(pos - step)
+            chunk = fh.read(step)
+            cut = chunk.rfind(b"\n")
+            unfinished = unfinished or bool(chunk[cut + 1:].strip())
+            if cut >= 0:
+                return pos - step + cut + 1, unfinished
+            pos -= step
+        return 0, unfinished
+
+
 def json_lines(path: str, notes: list[str] | None = None) -> Iterator[tuple[int, object]]:
     """(line number, parsed value) for every non-blank line; bad JSON is an InputError at its line,
     except a last line without its newline (given `notes`): that one is left out with a note."""
+    for linenos, values in json_blocks(path, notes):
+        yield from zip(linenos, values)
+
+
+_SKIP, _STOP = object(), object()
+
+
+def json_blocks(path: str, notes: list[str] | None = None, *, lines_per_block: int = 8192,
+                on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[list[int], list[object]]]:
+    """json_lines in blocks of (line numbers, values), for readers that turn a block into columns at once;
+    `on_bytes` hears how many bytes of the file (compressed, for gzip) are read after each block.  The
+    lines before a bad one come as a block before its error, so that a reader meets problems in line order."""
+    gz = is_gzip(path)
+    scan = json.decoder.JSONDecoder().scan_once      # json.loads without its wrapping, for a stripped line
+    linenos: list[int] = []
+    values: list[object] = []
     with open_bytes(path) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            unfinished = not raw.endswith(b"\n") and not is_gzip(path)
-            try:
-                text = decoded(path, raw, lineno).strip()
-                if not text:
-                    continue
-                value = json.loads(text)
-            except (json.JSONDecodeError, InputError) as exc:
-                if unfinished and notes is not None:
-                    notes.append(unfinished_line_note(path, lineno, " and is not whole JSON"))
-                    return
-                if isinstance(exc, InputError):
-                    raise
-                raise InputError(path, f"not valid JSON ({exc.msg})", line=lineno) from None
-            except RecursionError:
-                raise InputError(path, "not valid JSON (nested too deeply to read)", line=lineno) from None
-            except ValueError as exc:            # e.g. an integer of more than 4300 digits
-                raise InputError(path, f"not valid JSON ({str(exc).splitlines()[0][:120]})", line=lineno) from None
-            yield lineno, value
+        raw_file = getattr(fh, "fileobj", None) or fh
+        try:
+            for lineno, raw in enumerate(fh, 1):
+                try:
+                    text = raw.decode("utf-8").strip()
+                    if not text:
+                        continue
+                    value, end = scan(text, 0)
+                    if end != len(text):
+                        raise ValueError("extra data")
+                except Exception:
+                    if values:
+                        yield linenos, values
+                        linenos, values = [], []
+                    value = _json_line(path, raw, lineno, gz, notes)
+                    if value is _STOP:
+                        return
+                    if value is _SKIP:
+                        continue
+                linenos.append(lineno)
+                values.append(value)
+                if len(values) >= lines_per_block:
+                    yield linenos, values
+                    linenos, values = [], []
+                    if on_bytes is not None:
+                        on_bytes(raw_file.tell())
+        except Exception:                           # a damaged gzip stream: the lines before it first
+            if values:
+                yield linenos, values
+            raise
+    if values:
+        yield linenos, values
+
+
+def _json_line(path: str, raw: bytes, lineno: int, gz: bool, notes: list[str] | None):
+    """A line that did not parse at first, read again to say why: InputError at its line, or _STOP after
+    noting an unfinished last line; its value (or _SKIP for a blank line) if it reads after all."""
+    unfinished = not raw.endswith(b"\n") and not gz
+    try:
+        text = decoded(path, raw, lineno).strip()
+        return json.loads(text) if text else _SKIP
+    except (json.JSONDecodeError, InputError) as exc:
+        if unfinished and notes is not None:
+            notes.append(unfinished_line_note(path, lineno, " and is not whole JSON"))
+            return _STOP
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(path, f"not valid JSON ({exc.msg})", line=lineno) from None
+    except RecursionError:
+        raise InputError(path, "not valid JSON (nested too deeply to read)", line=lineno) from None
+    except ValueError as exc:            # e.g. an integer of more than 4300 digits
+        raise InputError(path, f"not valid JSON ({str(exc).splitlines()[0][:120]})", line=lineno) from None

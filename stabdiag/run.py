@@ -90,7 +90,7 @@ def as_steps(steps) -> np.ndarray:
             return np.array([int(v) for v in arr.ravel()], dtype=np.int64).reshape(arr.shape)
     if bad.any():
         raise StepError(f"step {shown_number(arr.ravel()[np.flatnonzero(bad.ravel())[0]])} is not {STEP_RANGE}")
-    return arr.astype(np.int64)
+    return arr.astype(np.int64, copy=False)
 
 
 def shown_number(value) -> str:
@@ -125,6 +125,8 @@ class Series:
         steps = as_steps(steps)
         values = np.asarray(values, dtype=np.float64)
         walls = None if wall_time is None else np.asarray(wall_time, dtype=np.float64)
+        if len(steps) < 2 or bool(np.all(steps[1:] > steps[:-1])):   # in order, each step once: kept as given
+            return cls(key=key, steps=steps, values=values, wall_time=walls, stepped_back=stepped_back)
         order = np.argsort(steps, kind="stable")
         s_steps = steps[order]
         # the last of each run of equal steps is the latest write of that step
@@ -219,20 +221,28 @@ class Run:
 
 def series_from_long(keys, steps, values, wall_time=None) -> dict[str, Series]:
     """Group long-format points (key, step, value) into Series, keeping write order per key."""
-    keys = np.asarray(keys, dtype=object)
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(str(k), len(index)) for k in keys), np.int64)
+    return series_from_codes(list(index), codes, steps, values, wall_time)
+
+
+def series_from_codes(names: list[str], codes, steps, values, wall_time=None) -> dict[str, Series]:
+    """Long-format points whose keys are codes into `names` (-1: none) grouped into Series, keeping write
+    order per key; the Series come sorted by key."""
+    codes = np.asarray(codes, dtype=np.int64)
     steps = as_steps(steps)
     values = np.asarray(values, dtype=np.float64)
     walls = None if wall_time is None else np.asarray(wall_time, dtype=np.float64)
-    if len(keys) == 0:
+    if len(codes) == 0:
         return {}
-    uniq, codes = np.unique(keys, return_inverse=True)
     order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(uniq) + 1))
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
     out: dict[str, Series] = {}
-    for i, key in enumerate(uniq):
-        idx = order[bounds[i]:bounds[i + 1]]
-        out[str(key)] = Series.from_points(str(key), steps[idx], values[idx],
-                                           None if walls is None else walls[idx])
+    for code in sorted(range(len(names)), key=names.__getitem__):
+        idx = order[bounds[code]:bounds[code + 1]]
+        if len(idx):
+            out[names[code]] = Series.from_points(names[code], steps[idx], values[idx],
+                                                  None if walls is None else walls[idx])
     return out
 
 

@@ -45,17 +45,20 @@ def can_load(path: str) -> bool:
 
 
 def _starts_like_event_file(path: str) -> bool:
-    from ._tfrecord import looks_like_record
-
     size = os.path.getsize(path)
     with open(path, "rb") as fh:
         head = fh.read(12)
-        if not looks_like_record(head, size):
+        if len(head) < 12 or struct.unpack_from("<Q", head)[0] > size - 16:
             return False
         length = struct.unpack_from("<Q", head)[0]
         payload = fh.read(min(length, 256))
-    # every TensorBoard writer starts with an Event holding wall_time and file_version "brain.Event:N"
-    return payload[:1] == b"\x09" and b"brain.Event:" in payload
+    # every TensorBoard writer starts with an Event holding wall_time and file_version "brain.Event:N";
+    # that is checked before the checksum, so that sniffing other files never loads google-crc32c
+    if payload[:1] != b"\x09" or b"brain.Event:" not in payload:
+        return False
+    from ._tfrecord import looks_like_record
+
+    return looks_like_record(head, size)
 
 
 def run_root(path: str) -> str:

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ...run import STEP_RANGE, Run, as_float, exact_step, merge_runs, run_name_for, shown_number
-from ._axes import axis_chooser, build_series
-from ._log import LogContents, read_log
+
+if TYPE_CHECKING:
+    from ._log import LogContents
 
 _HISTORY_JSONL = "wandb-history.jsonl"
 # old runs' system metrics (no step axis): claimed so that no other loader misreads them, then left out
@@ -71,7 +73,10 @@ def load(path: str, **options) -> Run:
     name = run_name_for(run_root(path) or ".")
     step_col = options.get("step_col")
     if kind == "log":
-        return _run_from_log(path, read_log(path), name, step_col)
+        from ._log import read_log  # its readers are imported only when a log is read
+
+        log = read_log(path, progress=bool(options.get("progress")), label=name)
+        return _run_from_log(path, log, name, step_col)
     if kind == "history":
         return _run_from_history_jsonl(path, name, step_col)
     if kind == "events":
@@ -115,6 +120,8 @@ def load_uri(uri: str, **options) -> Run:
 
 
 def _run_from_log(path: str, log: LogContents, name: str, step_col: str | None) -> Run:
+    from ._axes import axis_chooser, build_series
+
     notes = list(log.notes)
     history = log.history
     columns = history.columns()
@@ -139,6 +146,8 @@ def _run_from_log(path: str, log: LogContents, name: str, step_col: str | None) 
 
 def _run_from_history_jsonl(path: str, name: str, step_col: str | None) -> Run:
     """An old run's `files/wandb-history.jsonl`: one JSON row per `wandb.log`."""
+    from ._axes import axis_chooser, build_series
+
     rows = _HistoryRows()
     notes: list[str] = []
     try:

@@ -1,13 +1,11 @@
 """History rows of a W&B transaction log, gathered into per-key columns of (row, value).
 
-A big run has millions of history items, so the usual row is not decoded item by item in Python:
-its keys and JSON values arrive from the lite protobuf view (`_wandb_lite`) as two lists, are
-joined into newline-separated text, and a chunk of rows at a time is split, dictionary-encoded and
-parsed to float64 by Arrow.  Rows the lite view cannot represent faithfully (typed values, a logged
-nested dict whose items cannot be measured) go through wandb's own classes item by item instead,
-and so does a whole chunk in which some key or value holds a newline (found when the chunk's text
-splits into more lines than it has items); both paths number rows alike, so a key's points merge
-back into write order.
+A big run has millions of history items, so rows are not decoded item by item in Python: their
+payloads are buffered, and a chunk at a time is read by `_batch` (numpy over the wire format) into
+the places of each item's key fields and JSON value; Arrow cuts those out, dictionary-encodes the
+keys and parses the values to float64.  Rows the batch reader does not take whole (typed values, a
+field of an unexpected type, a damaged field) go through wandb's own classes item by item instead;
+both paths number rows alike, in file order, so a key's points merge back into write order.
 
 Media (images, tables, histograms) arrive as several items under one prefix, one of them
 `<prefix>/_type`; an image's width and size are numbers too, so every item under a prefix that has
@@ -22,12 +20,15 @@ import math
 import numpy as np
 
 from ...run import STEP_MAX, STEP_MIN, exact_step
+from ._batch import HISTORY, as_text, int64s, key_names, numpy_of, read_batch, slices
 
 _INTERNAL = frozenset(("_step", "_timestamp", "_runtime"))
 
 
 class NotText(ValueError):
     """A record whose keys or values are not UTF-8 text: the record is skipped, as a corrupt one is."""
+
+
 _BOOLS = {"true": 1.0, "false": 0.0}
 
 
@@ -66,52 +67,13 @@ def _typed_value(item) -> float | None:
     return None
 
 
-def _int64s(numbers: np.ndarray):
-    """An Arrow int64 array over a numpy array's buffer.  `pa.array(ndarray)` would first ask
-    whether the object is a pandas Series, which imports pandas (about 0.1 s, once per process)."""
-    import pyarrow as pa
-
-    numbers = np.ascontiguousarray(numbers, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), len(numbers), [None, pa.py_buffer(numbers)])
-
-
-def _numpy(array) -> np.ndarray:
-    """An Arrow integer or float64 array as numpy, zero-copy where it has no nulls: its
-    `to_numpy` would import pandas for that, like `pa.array` above."""
-    dtype = _NUMPY_TYPES.get(str(array.type))
-    if dtype is None or array.null_count:
-        return array.to_numpy(zero_copy_only=False)
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
-                         offset=array.offset * np.dtype(dtype).itemsize)
-
-
-_NUMPY_TYPES = {"int32": np.int32, "int64": np.int64, "double": np.float64}
-
-
-def _lines(text: str, count: int):
-    """An Arrow string array of the `count` newline-terminated lines of `text`; ValueError when
-    `text` has another number of lines (some line held a newline of its own)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    blob = text.encode("utf-8")
-    if not blob.endswith(b"\n"):
-        raise ValueError("the text does not end with a newline")
-    whole = pa.LargeStringArray.from_buffers(                # pa.array would import pandas
-        1, pa.py_buffer(np.array([0, len(blob) - 1], dtype=np.int64)), pa.py_buffer(blob))
-    lines = pc.split_pattern(whole, "\n").flatten()
-    if len(lines) != count:
-        raise ValueError(f"expected {count} lines, found {len(lines)}")
-    return lines
-
-
 def _as_floats(strings) -> np.ndarray | None:
     """Arrow strings as float64, or None when some string is not a number."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     try:
-        return _numpy(pc.cast(strings, pa.float64()))
+        return numpy_of(pc.cast(strings, pa.float64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
@@ -128,114 +90,49 @@ def _numbers(strings) -> tuple[np.ndarray, np.ndarray | None]:
     return values, written
 
 
-def _varint_size(n: np.ndarray) -> np.ndarray:
-    return 1 + sum((n >= (1 << shift)).astype(np.int64) for shift in (7, 14, 21, 28))
+def _join_nested(regions: list[bytes]) -> list[str | None] | None:
+    """Each distinct item key as written (its key fields) joined into the key: see `key_names`.  None
+    when some cannot be read as key fields: the caller re-reads the chunk with wandb's classes."""
+    return key_names(regions)
 
 
-def _join_nested(parts, values, items: np.ndarray, history: History):
-    """Each item's key: its key parts joined with '/', the parts of an item found by byte count.
-
-    An item of a nested row is its key parts (tag, length, text) and then its JSON value (a
-    two-byte tag, length, text), so its raw length less the value's share is the length of its
-    parts; running sums of the parts' and the items' key lengths meet exactly at item ends.
-    Flat rows' items have one part each.  None when the counts do not meet (a field this reader
-    does not know): the caller re-reads those rows with wandb's classes.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    part_len = _numpy(pc.binary_length(parts)).astype(np.int64)
-    value_len = _numpy(pc.binary_length(values)).astype(np.int64)
-    part_cost = 1 + _varint_size(part_len) + part_len
-    value_cost = 2 + _varint_size(value_len) + value_len
-    nested = np.repeat(np.asarray(history._nested), items)
-    part_start = np.concatenate([[0], np.cumsum(history._parts)[:-1]])
-    item_start = np.concatenate([[0], np.cumsum(items)[:-1]])
-    flat_part = np.repeat(part_start - item_start, items) + np.arange(len(nested))
-    key_cost = np.empty(len(nested), dtype=np.int64)
-    key_cost[~nested] = part_cost[flat_part[~nested]]
-    key_cost[nested] = np.asarray(history._raw_lens, dtype=np.int64) - value_cost[nested]
-    part_ends, item_ends = np.cumsum(part_cost), np.cumsum(key_cost)
-    last = np.minimum(np.searchsorted(part_ends, item_ends), len(part_ends) - 1)
-    if not np.array_equal(part_ends[last], item_ends) or last[-1] != len(part_ends) - 1:
-        return None
-    offsets = _int64s(np.concatenate([[0], last + 1]))
-    if parts.type == pa.large_string():             # pa.scalar would import pandas
-        slash = pa.LargeStringArray.from_buffers(1, pa.py_buffer(np.array([0, 1], dtype=np.int64)),
-                                                 pa.py_buffer(b"/"))[0]
-    else:
-        slash = pa.scalar("/", parts.type)
-    return pc.binary_join(pa.LargeListArray.from_arrays(offsets, parts), slash)
+_NOT_TEXT = "a history row holds a key or value that is not UTF-8 text"
+_ITEM_BYTES = 40                       # about the payload bytes of one scalar item
 
 
 class History:
     """Metric points by key: for each key the history rows it appears in and its values."""
 
-    chunk_items = 1 << 20
+    chunk_items = 1 << 19               # items per chunk read at once, counted as _ITEM_BYTES each
 
-    def __init__(self, raw_class=None, decode=None) -> None:
+    def __init__(self, decode=None, notes: list[str] | None = None) -> None:
         self.row_steps: list[int] = []
         self.row_walls: list[float] = []
         self.bad_steps = 0                      # rows whose `_step` is not an int64 (kept at their own step)
-        self.undecodable = 0                    # buffered rows that wandb's classes could not decode
-        self._raw_class = raw_class             # the raw view, for rows with nested keys
-        self._decode = decode                   # payload -> wandb's HistoryRecord, to fall back
+        self._decode = decode                   # payload -> wandb's HistoryRecord, for rows read item by item
+        self._notes = notes if notes is not None else []
         self._slow: dict[str, tuple[list[int], list[float]]] = {}
         self._pieces: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-        self._reset()
-
-    def _reset(self) -> None:
-        self._part_text: list[str] = []
-        self._value_text: list[str] = []
-        self._rows: list[int] = []
-        self._items: list[int] = []
-        self._parts: list[int] = []
-        self._nested: list[bool] = []
-        self._raw_lens: list[int] = []
         self._payloads: list = []
+        self._places: list[tuple[int, int]] = []   # per payload: its byte offset, and len(notes) then
         self._pending = 0
 
-    def add_lite(self, record, payload=None) -> bool:
-        """Buffer a row from the lite view; False when the row needs the item-by-item path."""
-        items = record.item
-        values = items.value_json
-        count = len(values)
-        parts = items.nested_key
-        if items.key:                                  # an old writer's plain keys
-            if parts or len(items.key) != count:
-                return False
-            parts = items.key
-        raw_lens = None
-        if len(parts) != count:                        # a logged nested dict: measure its items
-            if len(parts) < count or self._raw_class is None or payload is None:
-                return False
-            raw_lens = list(map(len, self._raw_class.FromString(payload).history.item))
-            if len(raw_lens) != count:
-                return False
-        if count:                                      # a newline inside a text: see _flush
-            try:
-                part_text, value_text = "\n".join(parts), "\n".join(values)
-            except TypeError:                          # the lite view gives bytes for a non-UTF-8 string
-                raise NotText("a history row holds a key or value that is not UTF-8 text") from None
-            self._part_text.append(part_text)
-            self._value_text.append(value_text)
-            self._rows.append(len(self.row_steps))
-            self._items.append(count)
-            self._parts.append(len(parts))
-            self._nested.append(raw_lens is not None)
-            if raw_lens is not None:
-                self._raw_lens.extend(raw_lens)
-            self._payloads.append(payload)
-            self._pending += count
-        self.row_steps.append(self._own_step(record.step.num, count=False))   # the row's _step replaces it
-        self.row_walls.append(math.nan)
-        if self._pending >= self.chunk_items:
+    def add_lite(self, payload, offset: int = 0) -> bool:
+        """Buffer a history record's payload for the batch reader (the lite path); True: taken.
+
+        Its notes, if it turns out damaged, go where they would have gone had it been read now."""
+        self._payloads.append(payload)
+        self._places.append((offset, len(self._notes)))
+        self._pending += len(payload)
+        if self._pending >= self.chunk_items * _ITEM_BYTES:
             self._flush()
         return True
 
     def add(self, record, row: int | None = None) -> None:
         """Add a row decoded by wandb's own classes, item by item (at `row` when re-reading one)."""
         again = row is not None
+        if not again:
+            self._flush()                          # buffered rows come first
         row = row if again else len(self.row_steps)
         step = None
         wall = math.nan
@@ -285,54 +182,87 @@ class History:
         self._flush()
 
     def _flush(self) -> None:
-        if not self._pending:
+        if not self._payloads:
             return
-        count = self._pending
-        items = np.asarray(self._items, dtype=np.int64)
-        rows = np.repeat(np.asarray(self._rows, dtype=np.int64), items)
-        try:
-            parts = _lines("\n".join(self._part_text) + "\n", int(sum(self._parts)))
-            values = _lines("\n".join(self._value_text) + "\n", count)
-        except ValueError:                             # a key or value held a newline
-            keys = None
+        payloads, places = self._payloads, self._places
+        self._payloads, self._places, self._pending = [], [], 0
+        batch = read_batch(payloads, HISTORY)
+        regions = slices(batch.data, batch.key_start, batch.key_end).dictionary_encode()
+        names = _join_nested(regions.dictionary.to_pylist())
+        values, bad_values = as_text(slices(batch.data, batch.value_start, batch.value_end))
+        codes = numpy_of(regions.indices)
+        fast = batch.ok.copy()
+        not_text = np.zeros(len(payloads), dtype=bool)
+        if names is None:                              # keys this reader cannot name: all item by item
+            fast[:] = False
+            names = []
         else:
-            keys = parts if not any(self._nested) else _join_nested(parts, values, items, self)
-        if keys is None:                               # cannot split or count bytes: re-read
-            buffered = list(zip(self._rows, self._payloads))
-            self._reset()
-            for row, payload in buffered:
-                try:
-                    record = self._decode(payload)
-                except Exception:                      # protobuf's DecodeError: wandb's classes refuse it
-                    self.undecodable += 1
-                    continue
-                self.add(record, row=row)
+            bad_items = np.isin(codes, [i for i, n in enumerate(names) if n is None])
+            if bad_values is not None:
+                bad_items |= bad_values
+            not_text[batch.item_record[bad_items]] = True
+            fast &= ~not_text
+        item_record = batch.item_record
+        if bad_values is not None:
+            codes, item_record = codes[~bad_values], item_record[~bad_values]
+        notes: list[tuple[int, str]] = []
+        decoded = {}
+        for i in np.flatnonzero(~fast).tolist():
+            offset, at = places[i]
+            if not_text[i]:
+                notes.append((at, f"skipped a record at byte offset {offset}: {_NOT_TEXT}"))
+                continue
+            try:
+                decoded[i] = self._decode(payloads[i])
+            except Exception:                          # protobuf's DecodeError: wandb's classes refuse it
+                notes.append((at, f"skipped an undecodable record at byte offset {offset}"))
+        kept = fast.copy()
+        kept[list(decoded)] = True
+        row_of = len(self.row_steps) + np.cumsum(kept) - 1
+        in_range = (batch.step >= STEP_MIN) & (batch.step <= STEP_MAX)
+        self.row_steps.extend(np.where(in_range, batch.step, 0)[kept].tolist())   # a `_step` item replaces it
+        self.row_walls.extend([math.nan] * int(np.count_nonzero(kept)))
+        for i, record in decoded.items():
+            self.add(record, row=int(row_of[i]))
+        for at, text in reversed(notes):
+            self._notes.insert(at, text)
+        item_fast = fast[item_record]
+        if not item_fast.all():
+            taken = np.flatnonzero(item_fast)
+            codes, values, item_record = codes[taken], values.take(int64s(taken)), item_record[taken]
+        self._fold(row_of[item_record], codes, names, values)
+
+    def _fold(self, rows: np.ndarray, codes: np.ndarray, names: list, values) -> None:
+        """Append a chunk's points to the columns: each item's row, key code, the keys, JSON values."""
+        if not len(rows):
             return
-        keys = keys.dictionary_encode()
-        self._reset()
-        names = keys.dictionary.to_pylist()
-        codes = _numpy(keys.indices)
         if len(names) <= 0xFFFF:
             codes = codes.astype(np.uint16)           # numpy sorts 16-bit keys by radix sort
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
-        where = {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
-        for name in names:
+        where: dict[str, np.ndarray] = {}
+        for i, name in enumerate(names):
+            idx = order[bounds[i]:bounds[i + 1]]
+            if name is None or not len(idx):
+                continue
+            if name in where:                          # one key written two ways (a key, or nested parts)
+                idx = np.sort(np.concatenate([where[name], idx]))
+            where[name] = idx
+        for name in list(where):
             if name.endswith("/_type"):                # every field of a media value, in its rows
                 media_rows = rows[where[name]]
-                for other in names:
+                for other in where:
                     if other.startswith(name[:-5]):
                         idx = where[other]
                         where[other] = idx[~np.isin(rows[idx], media_rows)]
         numbers = _as_floats(values)               # one cast, unless some value is not a number
-        for name in names:
-            idx = where[name]
+        for name, idx in where.items():
             if not len(idx):
                 continue
             if numbers is not None:
                 col, ok = numbers[idx], None
             else:
-                col, ok = _numbers(values.take(_int64s(idx)))
+                col, ok = _numbers(values.take(int64s(idx)))
             col_rows = rows[idx]
             if ok is not None:
                 col_rows, col = col_rows[ok], col[ok]
@@ -349,11 +279,11 @@ class History:
             self.bad_steps += 1
         return step
 
-    def _own_step(self, num: int, count: bool = True) -> int:
+    def _own_step(self, num: int) -> int:
         """The record's own step number (an int64 written by wandb); 0, counted, when out of range."""
         if STEP_MIN <= num <= STEP_MAX:
             return num
-        self.bad_steps += count
+        self.bad_steps += 1
         return 0
 
     def _set_row_facts(self, name: str, rows: np.ndarray, numbers: np.ndarray) -> None:

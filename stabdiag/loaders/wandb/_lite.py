@@ -1,14 +1,13 @@
-"""A thin protobuf view of wandb's `Record` that reads a history row in one C-level parse.
+"""A thin protobuf view of wandb's `Record` that reads a summary record in one C-level parse.
 
-Decoding a history row through wandb's own classes makes a Python object for every item, which costs
-ten times the parse itself on a large run.  This view declares the row's `item` field as one
+Decoding a record through wandb's own classes makes a Python object for every item, which costs
+ten times the parse itself on a large run.  This view declares the record's `update` field as one
 embedded message instead of a repeated one; protobuf merges repeated occurrences of an embedded
-message, so the key parts and the JSON values of all items arrive as two flat lists.  Where an item
-has several key parts (a logged nested dict), the raw view (`RawRecord`) gives each item's length,
-from which the parts of each item are counted (`_history`).
+message, so the key parts and the JSON values of all items arrive as two flat lists.  (History rows
+are read without protobuf, by `_batch`.)
 
-Field numbers are those of wandb_internal.proto (Record, HistoryRecord, HistoryItem, SummaryRecord,
-SummaryItem), which wandb keeps stable because old run files must stay readable.
+Field numbers are those of wandb_internal.proto (Record, SummaryRecord, SummaryItem), which wandb
+keeps stable because old run files must stay readable.
 """
 
 from __future__ import annotations
@@ -19,8 +18,8 @@ _PACKAGE = "stabdiag_wandb_lite"
 
 
 @lru_cache(maxsize=1)
-def lite_record_classes():
-    """The `RecordLite` and `RawRecord` message classes, built once in a private descriptor pool."""
+def lite_record_class():
+    """The `RecordLite` message class, built once in a private descriptor pool."""
     from google.protobuf import descriptor_pb2, descriptor_pool
 
     fdp = descriptor_pb2.FileDescriptorProto(name=f"{_PACKAGE}.proto", package=_PACKAGE, syntax="proto2")
@@ -34,7 +33,7 @@ def lite_record_classes():
             if type_name:
                 field.type_name = f".{_PACKAGE}.{type_name}"
 
-    # HistoryItem / SummaryItem, every occurrence of every field kept in order
+    # SummaryItem, every occurrence of every field kept in order
     message("Items", [("key", 1, repeated, F.TYPE_STRING, None),
                       ("nested_key", 2, repeated, F.TYPE_STRING, None),
                       ("none", 3, repeated, F.TYPE_INT32, None),
@@ -44,20 +43,18 @@ def lite_record_classes():
                       ("text", 7, repeated, F.TYPE_STRING, None),
                       ("json", 8, repeated, F.TYPE_STRING, None),
                       ("value_json", 16, repeated, F.TYPE_STRING, None)])
+    message("Summary", [("update", 1, optional, F.TYPE_MESSAGE, "Items"),
+                        ("remove", 2, optional, F.TYPE_MESSAGE, "Items")])
+    # a history field, declared so that a damaged record with one is refused as wandb's classes would
     message("Step", [("num", 1, optional, F.TYPE_INT64, None)])
     message("History", [("item", 1, optional, F.TYPE_MESSAGE, "Items"),
                         ("step", 2, optional, F.TYPE_MESSAGE, "Step")])
-    message("Summary", [("update", 1, optional, F.TYPE_MESSAGE, "Items"),
-                        ("remove", 2, optional, F.TYPE_MESSAGE, "Items")])
     message("RecordLite", [("history", 2, optional, F.TYPE_MESSAGE, "History"),
                            ("summary", 3, optional, F.TYPE_MESSAGE, "Summary"),
                            ("config", 5, optional, F.TYPE_BYTES, None),
                            ("metric", 12, optional, F.TYPE_BYTES, None),
                            ("run", 17, optional, F.TYPE_BYTES, None),
                            ("exit", 18, optional, F.TYPE_BYTES, None)])
-    # the same rows with every item as its raw bytes: their lengths locate a nested key's parts
-    message("RawHistory", [("item", 1, repeated, F.TYPE_BYTES, None)])
-    message("RawRecord", [("history", 2, optional, F.TYPE_MESSAGE, "RawHistory")])
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
     try:
@@ -66,8 +63,7 @@ def lite_record_classes():
         from google.protobuf.message_factory import MessageFactory
 
         GetMessageClass = MessageFactory(pool).GetPrototype  # noqa: N806
-    return tuple(GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
-                 for name in ("RecordLite", "RawRecord"))
+    return GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.RecordLite"))
 
 
 def aligned_keys(items):

@@ -15,9 +15,13 @@ import mmap
 import os
 import threading
 
+import numpy as np
+
 from ...errors import InputError, MissingExtraError
+from .._progress import ByteProgress
+from ._batch import SUMMARY, as_text, int64s, key_names, numpy_of, read_batch, slices
 from ._history import History, NotText, join_key
-from ._lite import aligned_keys, lite_record_classes
+from ._lite import aligned_keys, lite_record_class
 from ._records import HEADER_LEN, check_header, iter_records
 
 # Record fields of wandb_internal.proto: the kinds read here, and all kinds (the oneof)
@@ -119,30 +123,42 @@ class Summary:
     def fold(self, lite, pb, decode_error) -> None:
         """Settle each key at its newest update or removal; older records only fill in the rest.
 
-        A record is skipped when it cannot settle anything: its bytes (less the record number)
-        repeat a record already folded, or each of its items has one key part and every part is
-        settled already.  A record with one key part per item is settled from the lite view when
-        its parts come from one field (`aligned_keys`), else decoded.  A record whose items cannot
-        be read from the lite view (a logged nested dict) is decoded once per layout: the same key
-        parts (in any order, as wandb-core writes a row's items in map order) with the same number
-        of values are taken to be the same keys, which are settled already when met again.
+        Most records are read in bulk (`_newest_items`), which settles each key from the newest
+        record holding it.  The others (removals, typed values, text that is not UTF-8, decoded
+        records) are folded one by one in their place: a record is skipped when it cannot settle
+        anything: its bytes (less the record number) repeat a record already folded, or each of its
+        items has one key part and every part is settled already.  A record with one key part per
+        item is settled from the lite view when its parts come from one field (`aligned_keys`), else
+        decoded.  A record whose items cannot be read from the lite view (a logged nested dict) is
+        decoded once per layout: the same key parts (in any order, as wandb-core writes a row's
+        items in map order) with the same number of values are taken to be the same keys, which are
+        settled already when met again.
         """
+        entries, self._entries = self._entries, []
         folded: dict[tuple[int, int, int], list[tuple[list, list]]] = {}
         repeats: set[bytes] = set()
-        for entry in reversed(self._entries):
-            if not isinstance(entry, (bytes, memoryview)):
-                self._fold_record(entry)
-                continue
-            if len(entry) <= _SMALL:                   # e.g. `_wandb.runtime` and `_runtime`
-                body = bytes(entry[_body_start(entry):])
-                if body in repeats:
+        for segment in reversed(_segments(entries)):
+            payloads = [e for e in segment if isinstance(e, (bytes, memoryview))]
+            in_bulk, settles = _newest_items(payloads, self._settled)
+            index = len(payloads)
+            for entry in reversed(segment):
+                if not isinstance(entry, (bytes, memoryview)):
+                    self._fold_record(entry)
                     continue
-                repeats.add(body)
-            try:
-                self._fold_payload(entry, lite, pb, folded)
-            except (decode_error, NotText):            # skipped, as a record with a bad checksum is
-                self.skipped += 1
-        self._entries = []
+                index -= 1
+                if in_bulk[index]:
+                    for key, text in settles.get(index, ()):
+                        self._settle(key, text)
+                    continue
+                if len(entry) <= _SMALL:                   # e.g. `_wandb.runtime` and `_runtime`
+                    body = bytes(entry[_body_start(entry):])
+                    if body in repeats:
+                        continue
+                    repeats.add(body)
+                try:
+                    self._fold_payload(entry, lite, pb, folded)
+                except (decode_error, NotText):            # skipped, as a record with a bad checksum is
+                    self.skipped += 1
 
     def _fold_payload(self, entry, lite, pb, folded: dict) -> None:
         settled = self._settled
@@ -200,6 +216,68 @@ class Summary:
             out = {k: v for k, v in out.items() if not k.startswith(prefixes)}
             out.update({m: f"<{kinds[m]}>" for m in media})
         return out
+
+
+_SEGMENT_BYTES = 16 << 20          # summary payloads read in bulk at a time, newest segment first
+
+
+def _segments(entries: list) -> list[list]:
+    """The entries cut into runs of about _SEGMENT_BYTES of payload each, in order."""
+    out: list[list] = []
+    current: list = []
+    size = 0
+    for entry in entries:
+        current.append(entry)
+        if isinstance(entry, (bytes, memoryview)):
+            size += len(entry)
+            if size >= _SEGMENT_BYTES:
+                out.append(current)
+                current, size = [], 0
+    if current:
+        out.append(current)
+    return out
+
+
+def _newest_items(payloads: list, settled: set[str]) -> tuple[np.ndarray, dict[int, list[tuple[str, str]]]]:
+    """Summary records read in bulk: which were (the others are left to `Summary._fold_payload`),
+    and for each that holds the newest update of some key not in `settled`, those keys and their
+    JSON texts in item order (the first of a key written twice in one record).
+
+    A record that would settle a key is taken only when all its text is UTF-8; else it is left to
+    `_fold_payload` (which skips it with a note), and the key's next newest record is looked for.
+    """
+    batch = read_batch(payloads, SUMMARY)
+    in_bulk = batch.ok.copy()
+    if not len(batch.item_record):
+        return in_bulk, {}
+    regions = slices(batch.data, batch.key_start, batch.key_end).dictionary_encode()
+    names = key_names(regions.dictionary.to_pylist())
+    if names is None:
+        return np.zeros(len(payloads), dtype=bool), {}
+    codes = numpy_of(regions.indices)
+    unnamed = [i for i, name in enumerate(names) if name is None]
+    if unnamed:
+        in_bulk[batch.item_record[np.isin(codes, unnamed)]] = False
+    wanted = np.array([name is not None and name not in settled for name in names], dtype=bool)
+    while True:
+        taken = np.flatnonzero(in_bulk[batch.item_record] & wanted[codes])
+        records = batch.item_record[taken]
+        newest = np.full(len(names), -1, dtype=np.int64)
+        np.maximum.at(newest, codes[taken], records)
+        latest = taken[records == newest[codes[taken]]]
+        _, first = np.unique(codes[latest], return_index=True)  # a key twice in one record: its first item
+        chosen = np.sort(latest[first])
+        settling = np.isin(batch.item_record, batch.item_record[chosen])
+        texts, bad = as_text(slices(batch.data, batch.value_start[settling], batch.value_end[settling]))
+        if bad is None:
+            break
+        in_bulk[batch.item_record[settling][bad]] = False
+    at = np.cumsum(settling) - 1                         # an item's place among the settling records' items
+    chosen_texts = texts.take(int64s(at[chosen])).to_pylist()
+    settles: dict[int, list[tuple[str, str]]] = {}
+    for record, code, text in zip(batch.item_record[chosen].tolist(), codes[chosen].tolist(), chosen_texts):
+        settles.setdefault(record, []).append((names[code], text))
+    return in_bulk, settles
 
 
 class Config:
@@ -263,41 +341,56 @@ class LogContents:
         self.notes: list[str] = []
 
 
-def read_log(path: str) -> LogContents:
-    """Read a `run-<id>.wandb` file: verified records decoded into a LogContents."""
+_PROGRESS_STEP = 1 << 20          # bytes of log between updates of the progress bar
+
+
+def read_log(path: str, progress: bool = False, label: str = "") -> LogContents:
+    """Read a `run-<id>.wandb` file: verified records decoded into a LogContents.
+
+    With `progress`, a bar on stderr once the read has taken a second: the pass over the records
+    fills three quarters of it, the summary's fold and the last history chunk the rest."""
     pb, decode_error = load_pb()
-    lite, raw = lite_record_classes()
+    lite = lite_record_class()
     data = _map_read_only(path)
     check_header(data, path)
-    out = LogContents(History(raw, lambda payload: pb.Record.FromString(payload).history))
-    history, summary = out.history, out.summary
-    for offset, payload in iter_records(data, out.notes):
-        kind = record_kind(payload)
-        try:
-            if kind == _HISTORY:
-                if history.add_lite(lite.FromString(payload).history, payload):
+    out = LogContents()
+
+    def decode_row(payload):
+        lite.FromString(payload)        # a row the lite view refuses is skipped as undecodable, as before
+        return pb.Record.FromString(payload).history
+
+    out.history = history = History(decode_row, out.notes)
+    summary = out.summary
+    with ByteProgress(progress, len(data), label or os.path.basename(path)) as bar:
+        next_update = _PROGRESS_STEP
+        for offset, payload in iter_records(data, out.notes):
+            if offset >= next_update:
+                bar.update(offset * 3 // 4)
+                next_update = offset + _PROGRESS_STEP
+            kind = record_kind(payload)
+            try:
+                if kind == _HISTORY:
+                    if history.add_lite(payload, offset):
+                        continue
+                elif kind == _SUMMARY:
+                    summary.add(payload)
                     continue
-            elif kind == _SUMMARY:
-                summary.add(payload)
-                continue
-            elif kind is not None and kind not in _DECODED:
-                continue                               # console output, system stats, ...
-            _add_record(out, pb.Record.FromString(payload))
-        except decode_error:
-            out.notes.append(f"skipped an undecodable record at byte offset {offset}")
-        except NotText as exc:
-            out.notes.append(f"skipped a record at byte offset {offset}: {exc}")
-    # the last chunk of history is split and parsed by Arrow and numpy, which release the GIL, so
-    # it runs beside the summary's fold (Python and protobuf); the two touch no shared state
-    flushing = _Background(history.flush)
-    try:
-        summary.fold(lite, pb, decode_error)
-    finally:
-        flushing.join()
+                elif kind is not None and kind not in _DECODED:
+                    continue                               # console output, system stats, ...
+                _add_record(out, pb.Record.FromString(payload))
+            except decode_error:
+                out.notes.append(f"skipped an undecodable record at byte offset {offset}")
+        bar.update(len(data) * 3 // 4)
+        # the last chunk of history runs beside the summary's fold: both are mostly numpy and Arrow,
+        # which release the GIL, and they share nothing but the notes, which the fold leaves alone
+        flushing = _Background(history.flush)
+        try:
+            summary.fold(lite, pb, decode_error)
+        finally:
+            flushing.join()
+        bar.update(len(data))
     if summary.skipped:
         out.notes.append(f"skipped {summary.skipped} summary record(s) that could not be decoded")
-    if history.undecodable:
-        out.notes.append(f"skipped {history.undecodable} history record(s) that could not be decoded")
     return out
 
 

@@ -4,22 +4,46 @@
     run = stabdiag.load("runs/exp1/")[0]
     diag = stabdiag.diagnose(run)
     print(diag.root_layer, [f.message for f in diag.root_findings()])
+
+The public names load on first use (PEP 562): `import stabdiag`, and so `stabdiag --version`, read no
+numpy and no rule file.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 from ._version import __version__
-from .diagnosis import Diagnosis, Finding, LayerResult, Status, Unknown
 from .errors import ConfigError, InputError, MissingExtraError, RuleError, StabdiagError
-from .rules import Rule, get_rule, load_rules
-from .run import Run, Series
+
+if TYPE_CHECKING:
+    from .diagnosis import Diagnosis, Finding, LayerResult, Status, Unknown
+    from .rules import Rule, get_rule
+    from .run import Run, Series
 
 __all__ = ["__version__", "load", "diagnose", "render", "get_rule", "list_rules", "Run", "Series",
            "Diagnosis", "Finding", "LayerResult", "Status", "Unknown", "Rule", "StabdiagError",
            "InputError", "RuleError", "ConfigError", "MissingExtraError"]
+
+_LAZY = {"Diagnosis": ".diagnosis", "Finding": ".diagnosis", "LayerResult": ".diagnosis", "Status": ".diagnosis",
+         "Unknown": ".diagnosis", "Rule": ".rules", "get_rule": ".rules", "load_rules": ".rules",
+         "Run": ".run", "Series": ".run"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stabdiag' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def load(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, split_sources: bool = False,
@@ -38,6 +62,7 @@ def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[st
     """Walk the four layers top-down on one run; `params` overrides detector parameters per rule id;
     `guess=False` reads only `mapping` and the alias table (no signal guessed from a metric's name)."""
     from .engine import diagnose as _diagnose
+    from .rules import load_rules
 
     return _diagnose(run, rules=load_rules(rules_dirs), mapping=mapping, select=select, ignore=ignore,
                      params=params, guess=guess)
@@ -45,6 +70,7 @@ def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[st
 
 def render(diagnoses: Diagnosis | list[Diagnosis], format: str = "terminal", **options) -> str:
     """Render one or more diagnoses: 'terminal', 'json', 'markdown', 'junit' or 'github'."""
+    from .diagnosis import Diagnosis
     from .report import render as _render
 
     if isinstance(diagnoses, Diagnosis):
@@ -54,4 +80,6 @@ def render(diagnoses: Diagnosis | list[Diagnosis], format: str = "terminal", **o
 
 def list_rules(rules_dirs: list[str] | None = None) -> tuple[Rule, ...]:
     """The shipped rules (plus any in extra directories), layer by layer."""
+    from .rules import load_rules
+
     return load_rules(rules_dirs)

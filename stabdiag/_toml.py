@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -10,6 +11,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 TOMLDecodeError = tomllib.TOMLDecodeError
+# the shipped checklist, beside this file (a plain path: importlib.resources costs a start-up for nothing)
+CHECKLIST = Path(__file__).with_name("checklist")
 
 
 def loads(text: str) -> dict:

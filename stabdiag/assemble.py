@@ -148,16 +148,22 @@ def load(sources, *, split_sources: bool = False, **options) -> list[Run]:
                 if len(found) == 1:
                     raise
                 failed.append((run_files.name, exc))
-        if not loaded:
-            raise failed[0][1] if len(failed) == 1 else InputError(
-                os.fspath(source), "no run could be read (" + "; ".join(f"{name}: {exc}" for name, exc in failed) + ")")
-        if failed:
-            lost = tuple(f"run {name} not read: {exc}" for name, exc in failed)
+        lost = lost_runs(source, failed, loaded=len(loaded))
+        if lost:
             first = loaded[0]
             loaded[0] = Run(first.name, first.series, first.sources, first.meta, first.notes + lost,
                             first.warnings + lost)
         runs.extend(loaded)
     return runs
+
+
+def lost_runs(source: str | os.PathLike[str], failed: list[tuple[str, InputError]], *, loaded: int) -> tuple[str, ...]:
+    """The notes, for the first run of a tree that could be read, naming each run that could not and why;
+    an InputError when no run under `source` could be read."""
+    if not loaded:
+        raise failed[0][1] if len(failed) == 1 else InputError(
+            os.fspath(source), "no run could be read (" + "; ".join(f"{name}: {exc}" for name, exc in failed) + ")")
+    return tuple(f"run {name} not read: {exc}" for name, exc in failed)
 
 
 # --- finding files ------------------------------------------------------------------------------------

@@ -10,19 +10,76 @@ import os
 import shutil
 import sys
 import warnings
-from typing import Optional
+from dataclasses import replace
+from typing import NamedTuple, Optional
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from ._version import __version__
 from .errors import ConfigError, StabdiagError
 from .probe.cli import app as probe_app
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+
+class _LazyCoercion:
+    """A parameter's value coerced only where it needs it.  typer >= 0.2x coerces every value through a
+    pydantic TypeAdapter: importing pydantic and building one adapter per option costs more CPU than
+    checking a small run.  An option left out and a text value for a text option need nothing; any
+    other value (--gpus 8) goes through typer's own coercion, built on first use."""
+
+    __slots__ = ("descriptor", "typed")
+
+    def __init__(self, descriptor) -> None:
+        self.descriptor, self.typed = descriptor, None
+
+    def coerce(self, value, param, ctx):
+        annotation = self.descriptor.annotation
+        if value is None:                 # as typer's RuntimeParam.coerce: nothing given
+            return () if param.multiple or param.nargs == -1 else None
+        if annotation is str and isinstance(value, str):
+            return value
+        if annotation == list[str] and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return list(value)
+        if self.typed is None:
+            from typer._coercion import build_runtime_param
+
+            self.typed = build_runtime_param(self.descriptor)
+        return self.typed.coerce(value, param=param, ctx=ctx)
+
+
+def _defer_coercion(params) -> None:
+    for param in params:     # typer before 0.2x has neither attribute: click types, nothing to defer
+        if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
+            param._runtime_param = _LazyCoercion(param.type_descriptor)
+
+
+class _DeferredCoercion:
+    """Mixed into typer's command and group classes: their options (--help included) coerce lazily."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _defer_coercion(self.params)
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        _defer_coercion([option] if option is not None else [])
+        return option
+
+
+class _Command(_DeferredCoercion, TyperCommand):
+    pass
+
+
+class _Group(_DeferredCoercion, TyperGroup):
+    pass
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=_Group,
                   help="Which layer of a training run failed first, the evidence, and what to check first.")
-rules_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List and explain the rules.")
+rules_app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Group, help="List and explain the rules.")
 app.add_typer(rules_app, name="rules")
-methods_app = typer.Typer(add_completion=False, help="The stability methods and the layer each acts on.")
+methods_app = typer.Typer(add_completion=False, cls=_Group,
+                          help="The stability methods and the layer each acts on.")
 app.add_typer(methods_app, name="methods")
 app.add_typer(probe_app, name="probe", help="Recompute logprobs with the training-side model and measure "
                                              "rollout-vs-training drift.")
@@ -142,6 +199,272 @@ def _diagnose_all(runs, rules, settings, **cost):
     return out
 
 
+# --- checking runs: on one core, or a tree of runs on many ------------------------------------------------
+# Each run is loaded and diagnosed on its own (in a worker process when --jobs allows), and what it said
+# (warnings, errors, Python warnings) comes back as data; `_replay` then says it all in the order a serial
+# check does, so that stdout, stderr and the exit code do not depend on --jobs.
+
+class _Job(NamedTuple):       # NamedTuples, not dataclasses: a third of the cost at every start
+    """What checking one run needs besides its files; the same for every run, so sent once per worker."""
+
+    rules: tuple
+    settings: object
+    load_options: dict
+    trends: bool = False                  # attach the sparkline trends (terminal and Markdown reports)
+    cost: dict | None = None              # --gpus and --gpu-hour-cost
+    extra: object = None                  # the --with series, merged into one Run
+    extra_note: str = ""
+    skip_diagnosis: bool = False          # --with could not be read: the check stops before diagnosing
+    debug: bool = False
+    drawing: dict | None = None           # width and colour of the terminal report on stdout: draw the run's part
+
+
+class _Outcome(NamedTuple):
+    """What checking one run gave, as data: a worker's result, said by the parent in the serial order."""
+
+    name: str
+    warnings: tuple[str, ...] = ()        # the run's `warning:` lines
+    notes_at: int = 0                     # where notes about unreadable sibling runs go in its notes
+    diagnosis: object = None
+    drawn: str | None = None              # the run's part of the terminal report
+    load_error: Exception | None = None
+    error: Exception | None = None        # raised while diagnosing
+    load_said: tuple = ()                 # Python warnings while loading, then while diagnosing:
+    diagnose_said: tuple = ()             # (message, category, filename, line)
+
+
+def _caught(fn, debug: bool):
+    """(value, None, warnings) or (None, the exception, warnings): fn's Python warnings are kept to be
+    shown in run order, numpy's about NaN and Inf dropped as `_guarded` drops them."""
+    with warnings.catch_warnings(record=True) as said:
+        if not debug:
+            warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            value, error = fn(), None
+        except Exception as exc:      # noqa: BLE001 - said in order by `_replay`, as a serial check would
+            value, error = None, exc
+    return value, error, tuple((str(w.message), w.category, w.filename, w.lineno) for w in said)
+
+
+def _diagnose_one(job: _Job, run) -> tuple:
+    """(the diagnosis, its part of the terminal report or None)."""
+    from .engine import diagnose
+
+    if job.extra is not None:
+        run = run.with_series(job.extra.series, note=job.extra_note)
+    settings = job.settings
+    _check_file_map(settings, run)
+    diag = diagnose(run, rules=job.rules, mapping=settings.map, select=list(settings.select),
+                    ignore=list(settings.ignore), params=settings.params, guess=not settings.no_guess,
+                    **(job.cost or {}))
+    if job.trends:
+        from .report.sparkline import with_trends
+
+        diag = with_trends(diag, run, mapping=settings.map)
+    if job.drawing is None:
+        return diag, None
+    from .report.terminal import render_run
+
+    return diag, render_run(diag, **job.drawing)
+
+
+def _check_one(job: _Job, run_files) -> _Outcome:
+    """Load and diagnose one run; nothing is printed or raised, everything comes back in the outcome."""
+    from .assemble import load_run
+
+    run, error, said = _caught(lambda: load_run(run_files, **job.load_options), job.debug)
+    if run is None:
+        return _Outcome(run_files.name, load_error=error, load_said=said)
+    loaded = _Outcome(run.name, warnings=run.warnings, notes_at=len(run.notes), load_said=said)
+    if job.skip_diagnosis:
+        return loaded
+    done, error, said = _caught(lambda: _diagnose_one(job, run), job.debug)
+    diag, drawn = done or (None, None)
+    return loaded._replace(diagnosis=diag, drawn=drawn, error=error, diagnose_said=said)
+
+
+_worker_job: _Job | None = None       # in a worker process only: its job, set once by `_start_worker`
+
+
+def _start_worker(job: _Job) -> None:
+    import signal
+
+    global _worker_job
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's: it stops the pool
+    _worker_job = job
+
+
+def _work(run_files) -> _Outcome:
+    return _check_one(_worker_job, run_files)
+
+
+def _pool_context():
+    """forkserver where there is one (each worker a fork of a process that imported stabdiag once), else
+    spawn; never a fork of this process, which may hold threads and open files."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["stabdiag.cli", "stabdiag.assemble", "stabdiag.engine",
+                                    "stabdiag.report.sparkline"])
+    return context
+
+
+class _RunsProgress:
+    """'checked 12/500 runs' on stderr while a pool works; it appears only after a second, like the
+    loaders' bars, so that small trees stay quiet."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        import time
+
+        self.enabled, self.total, self.done, self.bar = enabled and sys.stderr.isatty(), total, 0, None
+        self.clock, self.started = time.perf_counter, time.perf_counter()
+
+    def advance(self) -> None:
+        self.done += 1
+        if not self.enabled or (self.bar is None and self.clock() - self.started < 1.0):
+            return
+        if self.bar is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("checked"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
+                                TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("runs", total=self.total)
+        self.bar.update(self.task, completed=self.done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _outcomes(job: _Job, tasks: list, jobs: int, progress: bool) -> list[_Outcome]:
+    """Every run checked, in order: in a pool of worker processes, or here for one run, one job, --debug
+    (a traceback from the code that raised) or where no pool can start (inside a daemon process)."""
+    workers = min(jobs, len(tasks))
+    if workers <= 1 or job.debug:
+        return [_check_one(job, t) for t in tasks]
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return [_check_one(job, t) for t in tasks]
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    quiet = job._replace(load_options={**job.load_options, "progress": False})    # no bars from workers
+    try:
+        pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(quiet,))
+        checked = pool.map(_work, tasks, chunksize=max(1, min(8, len(tasks) // (workers * 16))))
+    except OSError:                 # no semaphores or process limit reached: one at a time still works
+        return [_check_one(job, t) for t in tasks]
+    bar = _RunsProgress(progress, len(tasks))
+    out: list[_Outcome] = []
+    try:
+        for outcome in checked:
+            out.append(outcome)
+            bar.advance()
+    except BrokenProcessPool:
+        raise StabdiagError(f"--jobs {jobs}: a worker process died while checking runs (out of memory?); "
+                            "rerun with fewer --jobs") from None
+    finally:
+        bar.close()
+        _stop(pool, finished=len(out) == len(tasks))
+    return out
+
+
+def _stop(pool, *, finished: bool) -> None:
+    """Close the pool; after Ctrl-C or an error, drop the queued runs and end the ones still running."""
+    pool.shutdown(wait=finished, cancel_futures=True)
+    if not finished:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+
+
+def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tuple) -> list[_Outcome]:
+    """The runs read, after saying what a serial check says in its order: per path, the Python warnings
+    of loading and the error when no run could be read; the runs' `warning:` lines; a --with error; then
+    run by run, the Python warnings of diagnosing and the first error."""
+    from .assemble import lost_runs
+    from .errors import InputError
+
+    registry: dict = {}            # one registry: a warning repeated by several runs is shown once
+
+    def say(said: tuple) -> None:
+        for message, category, filename, line in said:
+            warnings.warn_explicit(message, category, filename, line, registry=registry)
+
+    results = iter(outcomes)
+    loaded: list[_Outcome] = []
+    for source, group in zip(paths, found):
+        if isinstance(group, Exception):
+            raise group
+        mine, failed = [], []
+        for outcome in (next(results) for _ in group):
+            say(outcome.load_said)
+            error = outcome.load_error
+            if error is not None and (len(group) == 1 or not isinstance(error, InputError)):
+                raise error
+            (mine.append(outcome) if error is None else failed.append((outcome.name, error)))
+        lost = lost_runs(source, failed, loaded=len(mine))
+        if lost:
+            mine[0] = _with_lost(mine[0], lost)
+        loaded.extend(mine)
+    for outcome in loaded:
+        for warning in outcome.warnings:
+            print(f"warning: {outcome.name}: {warning}", file=sys.stderr)
+    extra_error, extra_said = extra
+    say(extra_said)
+    if extra_error is not None:
+        raise extra_error
+    for outcome in loaded:
+        say(outcome.diagnose_said)
+        if outcome.error is not None:
+            raise outcome.error
+    return loaded
+
+
+def _with_lost(outcome: _Outcome, lost: tuple[str, ...]) -> _Outcome:
+    """The first readable run of a tree carries the notes on the runs that could not be read."""
+    diag = outcome.diagnosis
+    if diag is not None:
+        at = outcome.notes_at
+        diag = replace(diag, notes=diag.notes[:at] + lost + diag.notes[at:])
+    return outcome._replace(warnings=outcome.warnings + lost, diagnosis=diag, drawn=None)   # drawn again
+
+
+def _load_extra(with_files: list[str], options: dict):
+    from .assemble import load
+    from .run import merge_runs
+
+    return merge_runs("with", load(with_files, **options))
+
+
+def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int,
+                split_sources: bool) -> list[_Outcome]:
+    """Every run under `paths` checked with up to `jobs` worker processes, in order; what is said on
+    stderr, and which error ends the check, are the same for any number of jobs."""
+    from .assemble import discover
+
+    found: list = []
+    for source in paths:            # a path that cannot be read ends the check there, as serially
+        try:
+            found.append(discover(source, split_sources=split_sources))
+        except Exception as exc:    # noqa: BLE001 - raised in its turn by `_replay`
+            found.append(exc)
+            break
+    extra: tuple = (None, ())
+    if with_files:
+        merged, error, said = _caught(lambda: _load_extra(with_files, job.load_options), job.debug)
+        job = job._replace(extra=merged, extra_note="merged series from " + ", ".join(with_files),
+                           skip_diagnosis=error is not None)
+        extra = (error, said)
+    tasks = [run_files for group in found if not isinstance(group, Exception) for run_files in group]
+    progress = bool(job.load_options.get("progress"))
+    return _replay(paths, found, _outcomes(job, tasks, jobs, progress), extra)
+
+
 def _write(path: str, text: str) -> None:
     try:
         with open(path, "w", encoding="utf-8") as handle:
@@ -168,10 +491,10 @@ def _baseline(path: str, with_files: list[str], step_col: Optional[str], rules, 
 
 def _with_comparisons(text: str, fmt: str, comparisons) -> str:
     """The report with the baseline comparison added in the format's own way."""
-    from .report.github import command
-
     if not comparisons:
         return text
+    from .report.github import command
+
     if fmt == "json":
         doc = json.loads(text)
         doc["comparisons"] = [c.to_dict() for c in comparisons]
@@ -186,7 +509,7 @@ def _with_comparisons(text: str, fmt: str, comparisons) -> str:
     return text
 
 
-@app.command()
+@app.command(cls=_Command)
 def check(
     paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
     format: str = typer.Option("terminal", "--format", "-f",
@@ -224,45 +547,53 @@ def check(
     gpu_hour_cost: Optional[float] = typer.Option(None, "--gpu-hour-cost", min=0.0,
                                                   help="Price of one GPU-hour, to put the cost estimate in money."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (2 stays 2)."),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    jobs: Optional[str] = typer.Option(None, "--jobs", "-j", metavar="N",
+                                       help="Check a tree of runs with N worker processes (default: the usable "
+                                            "cores, or the config's jobs; 1 checks one run at a time)."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks (checks one run at a time)."),
 ) -> None:
     """Diagnose runs: which layer failed first, the evidence, what to check first."""
     def body() -> None:
-        from .baseline import compare
+        from .config import parse_jobs
         from .report import FORMATS, render
-        from .report.sparkline import with_trends
         from .rules import select_rules
 
         fmt = _choice("--format", format, FORMATS)
         if fail_on is not None:
             _choice("--fail-on", fail_on, FAIL_ON)
+        workers = parse_jobs(jobs, "--jobs") if jobs is not None else None
         _refuse_to_overwrite("--output", output, [*paths, *with_files, baseline])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                     "fail-on": fail_on, "allow-unknown": allow_unknown,
-                                                    "no-guess": no_guess, "map": mapping, "param": params})
+                                                    "no-guess": no_guess, "map": mapping, "param": params,
+                                                    "jobs": workers})
         if show_settings:
             sys.stdout.write(settings.show())
             return
         terminal = fmt == "terminal" or output is not None
-        runs = _load_runs(paths, with_files, step_col, progress=terminal, refresh=refresh,
-                          split_sources=split_sources)
-        diagnoses = _diagnose_all(runs, rules, settings, gpus=gpus, gpu_hour_cost=gpu_hour_cost)
-        if fmt in ("terminal", "markdown") or terminal:
-            diagnoses = [with_trends(d, r, mapping=settings.map) for d, r in zip(diagnoses, runs)]
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+        job = _Job(rules, settings, {"step_col": step_col, "progress": terminal, "refresh": refresh},
+                   trends=fmt in ("terminal", "markdown") or terminal,
+                   cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug,
+                   drawing={"width": width, "color": color} if terminal else None)
+        checked = _check_runs(paths, with_files, job, jobs=settings.jobs, split_sources=split_sources)
+        diagnoses = [outcome.diagnosis for outcome in checked]
         comparisons = []
         if baseline is not None:
+            from .baseline import compare
+
             before = _baseline(baseline, with_files, step_col, rules, settings)
             comparisons = [compare(before, d) for d in diagnoses]
         chosen = select_rules(rules, list(settings.select), list(settings.ignore))
-        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
                    "settings": settings}
         if output is not None:
             report = render(diagnoses, fmt, width=100, color=False, **options)
             _write(output, _with_comparisons(report, fmt, comparisons))
         if terminal:
-            report = render(diagnoses, "terminal", width=width, color=color, **options)
+            report = render(diagnoses, "terminal", width=width, color=color,
+                            drawn=[outcome.drawn for outcome in checked], **options)
             sys.stdout.write(_with_comparisons(report, "terminal", comparisons))
         else:
             sys.stdout.write(_with_comparisons(render(diagnoses, fmt, **options), fmt, comparisons))
@@ -280,7 +611,7 @@ def check(
     _guarded(body, debug)
 
 
-@app.command()
+@app.command(cls=_Command)
 def plot(
     paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Image file, or a folder for one "
@@ -331,7 +662,7 @@ def plot(
     _guarded(body, debug)
 
 
-@app.command()
+@app.command(cls=_Command)
 def signals(
     paths: list[str] = typer.Argument(..., help="Run files, directories or URIs."),
     format: str = typer.Option("text", "--format", "-f", help="text or json."),
@@ -359,7 +690,7 @@ def signals(
     _guarded(body, debug)
 
 
-@rules_app.command("list")
+@rules_app.command("list", cls=_Command)
 def rules_list(format: str = typer.Option("text", "--format", "-f", help="text or json."),
                rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files.")) -> None:
     """One row per rule: id, layer, severity, status, title."""
@@ -378,7 +709,7 @@ def rules_list(format: str = typer.Option("text", "--format", "-f", help="text o
     _guarded(body)
 
 
-@rules_app.command("explain")
+@rules_app.command("explain", cls=_Command)
 def rules_explain(rule_id: str = typer.Argument(..., help="Rule id (or alias), e.g. L1.reward-eval-divergence."),
                   format: str = typer.Option("text", "--format", "-f", help="text or json."),
                   rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files.")) -> None:
@@ -421,7 +752,7 @@ def methods_list(ctx: typer.Context,
     _guarded(body)
 
 
-@methods_app.command("explain")
+@methods_app.command("explain", cls=_Command)
 def methods_explain(name: str = typer.Argument(..., help="Method name, e.g. clip-higher.")) -> None:
     """What a method changes, the layer it acts on, how a run shows it is on, and the three questions."""
     def body() -> None:

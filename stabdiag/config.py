@@ -21,7 +21,8 @@ lie in the config file's folder or below it; others are named with --rules.
     ratio_vs_ema = 10
 
 Lists (`select`, `ignore`, `rules`) given on the command line replace the file's; tables (`map`,
-`params`) are merged entry by entry, the flag's entry winning.
+`params`) are merged entry by entry, the flag's entry winning.  `jobs` (worker processes for a tree of
+runs) changes how fast a check runs, never what it says: --show-settings shows it, no report does.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ FAIL_ON = ("warn", "fail")
 DEFAULTS: dict[str, object] = {"map": {}, "select": (), "ignore": (), "params": {}, "fail-on": "fail",
                                "allow-unknown": False, "no-guess": False, "rules": ()}
 FLAGS = {"map": "--map", "select": "--select", "ignore": "--ignore", "params": "--param",
-         "fail-on": "--fail-on", "allow-unknown": "--allow-unknown", "no-guess": "--no-guess", "rules": "--rules"}
+         "fail-on": "--fail-on", "allow-unknown": "--allow-unknown", "no-guess": "--no-guess", "rules": "--rules",
+         "jobs": "--jobs"}
+RUN_KEYS = ("jobs",)       # how a check runs, not what it says: in no report, so every --jobs reads the same
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ class Settings:
     origin: dict[str, str] = field(default_factory=dict)   # key -> "default" | file | flag
     file: str | None = None
     map_origin: dict[str, str] = field(default_factory=dict)  # signal -> where its --map entry came from
+    jobs: int = 1                       # worker processes for a tree of runs (default: the usable cores)
 
     def show(self) -> str:
         """`--show-settings`: each resolved value and where it came from."""
@@ -88,7 +92,28 @@ class Settings:
         width = max(len(key) for key in KEYS)
         lines = [f"{'config':<{width}} {self.file or '(none found)'}"]
         lines += [f"{key:<{width}} {fmt(key)}  ({self.origin.get(key, 'default')})" for key in KEYS]
+        lines.append(f"{'jobs':<{width}} {self.jobs}  ({self.origin.get('jobs', 'default: the usable cores')})")
         return "\n".join(lines) + "\n"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (taskset, a container's cpuset), else all."""
+    counted = getattr(os, "process_cpu_count", None)          # Python 3.13+
+    if counted is not None:
+        return counted() or 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def parse_jobs(value: object, where: str) -> int:
+    """A number of worker processes, 1 or more (`--jobs 3`, `jobs = 3`); `where` names the flag or key."""
+    text = value.strip() if isinstance(value, str) else value
+    number = int(text) if isinstance(text, str) and text.isdigit() else text
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise ConfigError(f"{where}: expected a whole number of worker processes, 1 or more; got {value!r}")
+    return number
 
 
 def _display(path: Path) -> str:
@@ -170,11 +195,12 @@ def _head_text(path: Path) -> str:
 
 def _unknown_key(cfg: ConfigFile, key: str) -> ConfigError:
     snake = key.replace("_", "-")
-    if snake in KEYS:
+    known = KEYS + RUN_KEYS
+    if snake in known:
         hint = f" (keys are kebab-case: did you mean '{snake}'?)"
     else:
-        close = difflib.get_close_matches(key, KEYS, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else f" (known keys: {', '.join(KEYS)})"
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else f" (known keys: {', '.join(known)})"
     return ConfigError(f"{cfg.where}: unknown key '{key}'{hint}")
 
 
@@ -191,8 +217,10 @@ def _file_values(cfg: ConfigFile) -> dict[str, object]:
     """The file's values, type-checked; rule ids are checked later, once the rules are loaded."""
     values: dict[str, object] = {}
     for key in cfg.table:
-        if key not in KEYS:
+        if key not in KEYS and key not in RUN_KEYS:
             raise _unknown_key(cfg, key)
+    if "jobs" in cfg.table:
+        values["jobs"] = parse_jobs(cfg.table["jobs"], f"{cfg.where}: jobs")
     for key in ("select", "ignore"):
         if key in cfg.table:
             values[key] = _string_list(cfg, key)
@@ -309,7 +337,7 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     """Merge defaults < file < flags, load the rules the result names, and validate ids against them.
 
     `flags` holds only options given on the command line: select, ignore, rules (lists), fail-on (str),
-    allow-unknown and no-guess (bool), map (dict) and param (list of RULE.NAME=VALUE strings).
+    allow-unknown and no-guess (bool), map (dict), param (list of RULE.NAME=VALUE strings) and jobs (int).
     """
     if load_rules is None:
         from .rules import load_rules
@@ -317,12 +345,12 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     where_file = cfg.where if cfg is not None else ""
     origin: dict[str, str] = {}
     merged: dict[str, object] = {}
-    for key in ("select", "ignore", "rules", "fail-on", "allow-unknown", "no-guess"):
+    for key in ("select", "ignore", "rules", "fail-on", "allow-unknown", "no-guess", "jobs"):
         if flags.get(key):
             merged[key], origin[key] = flags[key], f"flag {FLAGS[key]}"
         elif key in file_values:
             merged[key], origin[key] = file_values[key], f"file {where_file}"
-        else:
+        elif key in DEFAULTS:
             merged[key], origin[key] = DEFAULTS[key], "default"
     fail_on = str(merged["fail-on"])
     if fail_on not in FAIL_ON:
@@ -345,7 +373,8 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     settings = Settings(map=mapping, select=select, ignore=ignore, params=params, fail_on=fail_on,
                         allow_unknown=bool(merged["allow-unknown"]), no_guess=bool(merged["no-guess"]),
                         rules=tuple(merged["rules"]), origin=origin,
-                        file=where_file or None, map_origin=map_origin)
+                        file=where_file or None, map_origin=map_origin,
+                        jobs=int(merged.get("jobs") or usable_cores()))
     return settings, rules
 
 

@@ -32,6 +32,9 @@ class InputError(StabdiagError):
             where += f" [{key}]"
         super().__init__(f"{where}: {problem}")
 
+    def __reduce__(self):      # pickled as built, so that an error met in a `check --jobs` worker reads the same
+        return (_input_error, (self.path, self.problem, self.line, self.key))
+
 
 class RuleError(StabdiagError):
     """A rule file is malformed; the message names file, line and rule id."""
@@ -43,7 +46,11 @@ class RuleError(StabdiagError):
         self.rule_id = rule_id
         where = self.path + (f":{line}" if line is not None else "")
         who = f"rule {rule_id}: " if rule_id else ""
+        self.problem = problem
         super().__init__(f"{where}: {who}{problem}")
+
+    def __reduce__(self):
+        return (_rule_error, (self.path, self.problem, self.line, self.rule_id))
 
 
 class ConfigError(StabdiagError):
@@ -54,5 +61,16 @@ class MissingExtraError(StabdiagError):
     """An optional dependency is missing; the message says which pip extra installs it."""
 
     def __init__(self, what: str, extra: str) -> None:
-        self.extra = extra
+        self.what, self.extra = what, extra
         super().__init__(f"{what}; install it with: pip install 'stabdiag[{extra}]'")
+
+    def __reduce__(self):
+        return (MissingExtraError, (self.what, self.extra))
+
+
+def _input_error(path, problem, line, key) -> InputError:
+    return InputError(path, problem, line=line, key=key)
+
+
+def _rule_error(path, problem, line, rule_id) -> RuleError:
+    return RuleError(path, problem, line=line, rule_id=rule_id)

@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 
 from . import _toml
 from .errors import RuleError
@@ -243,5 +242,5 @@ def parse_name_patterns(text: str, path: str) -> NamePatterns:
 
 @lru_cache(maxsize=1)
 def default_patterns() -> NamePatterns:
-    ref = resources.files("stabdiag") / "checklist" / "name_patterns.toml"
+    ref = _toml.CHECKLIST / "name_patterns.toml"
     return parse_name_patterns(ref.read_text(encoding="utf-8"), str(ref))

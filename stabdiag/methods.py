@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
 from . import _toml
 from .errors import RuleError
@@ -84,7 +83,7 @@ class MethodsMap:
 
 @lru_cache(maxsize=1)
 def methods_map() -> MethodsMap:
-    ref = resources.files("stabdiag") / "checklist" / "methods.toml"
+    ref = _toml.CHECKLIST / "methods.toml"
     data = _toml.loads(ref.read_text(encoding="utf-8"))
     methods = tuple(Method(m["name"], m["component"], int(m["layer"]), m["changes"],
                            tuple((c["key"], c["when"], (c["requires"]["key"], c["requires"]["when"])

@@ -11,7 +11,6 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from . import _toml
@@ -107,9 +106,10 @@ class Rule:
 
 def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
     rid = body.get("id")
-    line = _toml.line_of(text, f'"{rid}"') if isinstance(rid, str) else None
 
     def fail(problem: str, needle: str | None = None) -> RuleError:
+        # the lines are looked up only for an error: scanning the file for every rule costs each start-up
+        line = _toml.line_of(text, f'"{rid}"') if isinstance(rid, str) else None
         where = _toml.line_of(text, needle, line or 1) if needle else line
         return RuleError(path, problem, line=where or line, rule_id=rid if isinstance(rid, str) else None)
 
@@ -217,7 +217,7 @@ def load_rules(extra_dirs: list[str | os.PathLike[str]] | None = None) -> tuple[
 
 @lru_cache(maxsize=1)
 def _shipped_rules() -> tuple[Rule, ...]:
-    folder = resources.files("stabdiag") / "checklist"
+    folder = _toml.CHECKLIST
     rules: list[Rule] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".toml") and entry.name not in DATA_FILES:

@@ -14,7 +14,6 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 
@@ -156,7 +155,7 @@ def parse_alias_table(text: str, path: str) -> AliasTable:
 
 @lru_cache(maxsize=1)
 def default_alias_table() -> AliasTable:
-    ref = resources.files("stabdiag") / "checklist" / "signals.toml"
+    ref = _toml.CHECKLIST / "signals.toml"
     return parse_alias_table(ref.read_text(encoding="utf-8"), str(ref))
 
 

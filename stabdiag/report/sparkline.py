@@ -42,22 +42,29 @@ def trends(run: Run, span: tuple[int, int] | None, *, mapping: dict[str, str] | 
         layer = _signal_layer(name, table)
         if not layer or not len(series):
             continue
-        index = np.clip(np.searchsorted(edges, series.steps, side="right") - 1, 0, bins - 1)
-        values: list[float | None] = []
-        for b in range(bins):
-            chunk = series.values[index == b]
-            if not len(chunk):
-                values.append(None)
-            elif not np.isfinite(chunk).all():
-                values.append(math.nan)
-            else:
-                values.append(float(chunk.mean()))
-        finite = series.values[np.isfinite(series.values)]
-        values = _fill_gaps(values)
+        finite = np.isfinite(series.values)
+        values = _fill_gaps(_bin_means(series.values, finite, series.steps, edges))
+        finite = series.values[finite]
         first = float(finite[0]) if len(finite) else None
         last = float(finite[-1]) if len(finite) else None
         out.append(Trend(name, series.key, layer, tuple(values), first, last))
     return tuple(sorted(out, key=lambda t: t.layer))
+
+
+def _bin_means(values: np.ndarray, finite: np.ndarray, steps: np.ndarray, edges: np.ndarray) -> list[float | None]:
+    """Per bin of `edges`: None without points, NaN with a non-finite one, else the mean.  The steps are
+    sorted, so a bin's points are one slice (found once by searchsorted, not by a mask per bin), summed
+    as `chunk.mean()` sums it, to the last bit."""
+    bins = len(edges) - 1
+    index = np.clip(np.searchsorted(edges, steps, side="right") - 1, 0, bins - 1)
+    bounds = np.searchsorted(index, np.arange(bins + 1)).tolist()
+    broken = (np.bincount(index, weights=~finite, minlength=bins) > 0).tolist()
+    add = np.add.reduce
+    out: list[float | None] = []
+    for b in range(bins):
+        start, end = bounds[b], bounds[b + 1]
+        out.append(None if start == end else math.nan if broken[b] else float(add(values[start:end]) / (end - start)))
+    return out
 
 
 def _fill_gaps(values: list[float | None]) -> list[float | None]:

@@ -149,20 +149,37 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> No
         console.print(Text(f"note: {note}", style="dim"))
 
 
-def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool = False,
-           sparklines: bool = True, **options) -> str:
-    """The terminal report; sparklines appear for diagnoses that carry trends (`with_trends`) and
-    are left out when the terminal is too narrow for them."""
+def _console(buffer: io.StringIO, width: int | None, color: bool) -> Console:
+    return Console(file=buffer, width=width or 100, force_terminal=color, no_color=not color, highlight=False,
+                   soft_wrap=False)
+
+
+def render_run(diag: Diagnosis, *, width: int | None = None, color: bool = False, sparklines: bool = True) -> str:
+    """One run's part of the terminal report.  The report is the settings line, these parts with a blank
+    line between, and the summary: `check --jobs` has its workers draw the parts, the costly bit."""
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width or 100, force_terminal=color, no_color=not color,
-                      highlight=False, soft_wrap=False)
+    _print_run(_console(buffer, width, color), diag, sparklines)
+    return buffer.getvalue()
+
+
+def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool = False,
+           sparklines: bool = True, drawn: list[str | None] | None = None, **options) -> str:
+    """The terminal report; sparklines appear for diagnoses that carry trends (`with_trends`) and
+    are left out when the terminal is too narrow for them.  `drawn` holds, per diagnosis, its part as
+    `render_run` drew it with the same width, colour and sparklines, or None to draw it here."""
+    buffer = io.StringIO()
+    console = _console(buffer, width, color)
     settings = summary_line(options.get("settings"))
     if settings:                        # a config file or a flag that changes the verdict is never silent
         console.print(Text(settings, style="bold"))
     for i, diag in enumerate(diagnoses):
         if i:
             console.print()
-        _print_run(console, diag, sparklines)
+        part = drawn[i] if drawn is not None else None
+        if part is None:
+            _print_run(console, diag, sparklines)
+        else:
+            buffer.write(part)          # the console writes each print through: the order holds
     if len(diagnoses) > 1:
         counts = {v: sum(d.verdict == v for d in diagnoses) for v in ("pass", "warn", "fail", "unknown")}
         console.print()

@@ -1,0 +1,87 @@
+"""Cold start (issue 14, target 1): CPU seconds of a fresh process for the commands a person or a CI job
+runs most, against `python -c pass` measured in the same run.
+
+    python -c pass                           the interpreter alone: the baseline
+    stabdiag --version                       target <= 0.15 s CPU
+    stabdiag check small.csv                 a 200-step x 10-column CSV; target <= 0.35 s CPU
+
+CPU is user+sys of the child (getrusage of waited-for children), the median of --repeats fresh processes,
+run in turn so that a busy machine slows each alike.  The commands run as `python -m stabdiag` with the
+interpreter running this script, from bytecode as an installed package does (pip compiles it): an untimed
+first round writes any missing __pycache__ file, with PYTHONDONTWRITEBYTECODE lifted for it, since
+compiling a changed module from source on every start would be counted otherwise.  Exit status 1 when a
+target is missed.
+
+    python bench/startup.py [--repeats 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+TARGETS = {"stabdiag --version": 0.15, "stabdiag check small.csv": 0.35}
+
+
+def write_small_csv(path: Path) -> None:
+    """200 steps x 10 columns of plausible GRPO metrics (step + 9)."""
+    rng = np.random.default_rng(0)
+    names = ["reward", "kl", "entropy", "grad_norm", "loss", "response_length", "lr", "eval_acc", "clip_frac"]
+    rows = [["step", *names]]
+    for step in range(200):
+        rows.append([str(step), *(f"{v:.4g}" for v in rng.random(len(names)))])
+    path.write_text("\n".join(",".join(r) for r in rows) + "\n", encoding="utf-8")
+
+
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=9)
+    opts = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        small = Path(tmp) / "small.csv"
+        write_small_csv(small)
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "stabdiag --version": [sys.executable, "-m", "stabdiag", "--version"],
+            "stabdiag check small.csv": [sys.executable, "-m", "stabdiag", "check", str(small)],
+        }
+        compiling = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        for argv in commands.values():
+            subprocess.run(argv, capture_output=True, cwd=tmp, env=compiling)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(opts.repeats):
+            for name, argv in commands.items():
+                before = child_cpu()
+                done = subprocess.run(argv, capture_output=True, cwd=tmp)
+                times[name].append(child_cpu() - before)
+                if done.returncode not in (0, 1):
+                    sys.exit(f"{name} failed ({done.returncode}): {done.stderr.decode(errors='replace')[-500:]}")
+    base = statistics.median(times["python -c pass"])
+    print(f"CPU seconds, median of {opts.repeats} fresh processes (user+sys)")
+    print(f"{'command':<26} {'CPU s':>7} {'x pass':>8} {'target':>8}  result")
+    missed = False
+    for name, samples in times.items():
+        cpu = statistics.median(samples)
+        target = TARGETS.get(name)
+        verdict = "" if target is None else ("ok" if cpu <= target else "MISSED")
+        missed |= verdict == "MISSED"
+        shown = f"{target:.2f}" if target is not None else "-"
+        print(f"{name:<26} {cpu:7.3f} {cpu / base:7.1f}x {shown:>8}  {verdict}")
+    sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+    main()

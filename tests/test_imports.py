@@ -1,0 +1,96 @@
+"""Cold start: which heavy modules the common commands import (issue 14: start in a blink).
+
+`stabdiag check` on a small CSV needs numpy and nothing heavier: no pandas or pyarrow (the CSV reader
+parses it), no scipy, no TensorBoard, W&B or protobuf (other formats), no matplotlib or torch.
+`stabdiag --version` and `import stabdiag` load no numpy at all.  Each command runs in a fresh
+interpreter; a failure names every heavy module imported and the chain of imports that brought it in.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+HEAVY = ("pandas", "pyarrow", "scipy", "tensorboard", "wandb", "matplotlib", "torch", "transformers",
+         "google.protobuf")
+
+# Runs `python -m stabdiag ARGS` (or a bare import) and prints, as JSON on the last line of stderr, every
+# module in `watch` loaded by the end, each with the frames (module:function) that first imported it.
+RUNNER = textwrap.dedent("""
+    import atexit, json, runpy, sys
+
+    watch = tuple(sys.argv[1].split(","))
+    first = {}
+
+    def heavy(name):
+        return next((w for w in watch if name == w or name.startswith(w + ".")), None)
+
+    class Spy:
+        def find_spec(self, name, path=None, target=None):
+            top = heavy(name)
+            if top is not None and top not in first:
+                frame, chain = sys._getframe(1), []
+                while frame is not None:
+                    module = frame.f_globals.get("__name__", "?")
+                    if not module.startswith(("importlib", "_frozen")) and frame.f_code.co_filename[:1] != "<":
+                        chain.append(f"{module}:{frame.f_code.co_name}")
+                    frame = frame.f_back
+                first[top] = chain[:8]
+            return None
+
+    sys.meta_path.insert(0, Spy())
+
+    def report():
+        loaded = sorted({h for m in sys.modules if (h := heavy(m)) is not None})
+        sys.stderr.write("\\n" + json.dumps({m: first.get(m, []) for m in loaded}) + "\\n")
+
+    atexit.register(report)
+    args = sys.argv[2:]
+    if args == ["import"]:
+        import stabdiag
+    else:
+        sys.argv = ["stabdiag", *args]
+        runpy.run_module("stabdiag", run_name="__main__")
+""")
+
+
+def imported(args: list[str], watch: tuple[str, ...], cwd: Path) -> dict[str, list[str]]:
+    done = subprocess.run([sys.executable, "-c", RUNNER, ",".join(watch), *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def explain(found: dict[str, list[str]]) -> str:
+    return "; ".join(f"{module} <- {' <- '.join(chain) or '?'}" for module, chain in found.items())
+
+
+def small_csv(folder: Path) -> Path:
+    names = ["reward", "kl", "entropy", "grad_norm", "loss", "response_length", "lr", "eval_acc", "clip_frac"]
+    rows = [",".join(["step", *names])]
+    rows += [",".join([str(s), *(f"{((s * 7 + i * 13) % 97) / 97:.4f}" for i in range(len(names)))])
+             for s in range(200)]
+    path = folder / "small.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_check_of_a_small_csv_imports_nothing_heavy(tmp_path):
+    path = small_csv(tmp_path)
+    found = imported(["check", str(path)], HEAVY, tmp_path)
+    assert not found, "check of a CSV imported " + explain(found)
+
+
+def test_check_of_a_small_csv_in_json_imports_nothing_heavy(tmp_path):
+    path = small_csv(tmp_path)
+    found = imported(["check", str(path), "--format", "json"], HEAVY, tmp_path)
+    assert not found, "check --format json of a CSV imported " + explain(found)
+
+
+def test_version_and_import_load_no_numpy(tmp_path):
+    for args in (["--version"], ["import"]):
+        found = imported(args, ("numpy", *HEAVY), tmp_path)
+        assert not found, f"{' '.join(args)} imported " + explain(found)

@@ -213,8 +213,10 @@ def _align(src: Source, exact: dict[str, Series], root: str) -> tuple[Source, st
                                    np.concatenate([s.superseded_values, s.values]), write_order=False,
                                    stepped_back=s.stepped_back)
         series[k] = moved
-    run = Run(src.run.name, series, src.run.sources, {**src.run.meta, "step_axis": "matched"}, src.run.notes,
-              src.run.warnings)
+    # the reader's note on how it guessed the steps no longer holds: the note returned here replaces it
+    guessed = src.run.meta.get("step_axis_note")
+    run = Run(src.run.name, series, src.run.sources, {**src.run.meta, "step_axis": "matched"},
+              tuple(n for n in src.run.notes if n != guessed), tuple(w for w in src.run.warnings if w != guessed))
     return replace(src, run=run), (f"{label}: steps taken from the other files by matching {len(pairs)} "
                                    f"printed {key} values in order")
 

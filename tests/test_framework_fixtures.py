@@ -60,6 +60,15 @@ def test_no_false_resume(name, runs):
     assert run.duplicate_steps == 0
 
 
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_console_steps_matched_to_the_other_files_keep_no_stale_guess(name, runs):
+    # the tee'd console.log has no step; once its steps are matched to the event file's, the note that
+    # they "count log records" no longer holds and must not be shown
+    notes = runs[name][0].notes
+    assert any("console.log: steps taken from the other files by matching" in n for n in notes)
+    assert not any("step axis" in n for n in notes), notes
+
+
 @pytest.mark.parametrize("name", GRPO)
 def test_trl_keys_that_carry_a_signal_are_mapped(name, runs):
     [run] = runs[name]

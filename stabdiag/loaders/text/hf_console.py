@@ -280,10 +280,12 @@ def read(path: str, text: str) -> Run:
             filtered.append(step)
         for key, value in values.items():
             points.add(step, key, value)
-    meta = {"step_axis": axis, **{k: v for k, v in banner.items() if v and k != "logging_first_step"}}
+    notes = _notes(path, text, records, unreadable, axis, banner, filtered)
+    # the axis note is kept in meta too: assembly drops it when it moves the steps onto another file's
+    meta = {"step_axis": axis, "step_axis_note": _axis_note(os.path.basename(path), axis, banner),
+            **{k: v for k, v in banner.items() if v and k != "logging_first_step"}}
     if summary:
         meta["summary"] = summary
-    notes = _notes(path, text, records, unreadable, axis, banner, filtered)
     return points.to_run(path, framework="HF Trainer", fmt=FORMAT, notes=notes, meta=meta)
 
 

@@ -416,18 +416,8 @@ def _ema(y: np.ndarray, alpha: float) -> np.ndarray:
 
 def theil_sen_slope(steps: np.ndarray, values: np.ndarray, max_points: int = 300) -> float:
     """Median of pairwise slopes (on an even subsample of at most `max_points` points)."""
-    n = len(steps)
-    if n < 2:
-        return 0.0
-    if n > max_points:
-        idx = np.linspace(0, n - 1, max_points).astype(int)
-        steps, values = steps[idx], values[idx]
-    i, j = np.triu_indices(len(steps), k=1)
-    dx = steps[j] - steps[i]
-    ok = dx != 0
-    if not ok.any():
-        return 0.0
-    return float(np.median((values[j] - values[i])[ok] / dx[ok]))
+    slopes = _pairwise_slopes(steps, values, max_points)
+    return float(np.median(slopes)) if len(slopes) else 0.0
 
 
 def true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -463,16 +453,19 @@ def logged_quantum(x: np.ndarray) -> float:
 def slope_quantiles(steps: np.ndarray, values: np.ndarray, quantiles: tuple[float, ...],
                     max_points: int = 200) -> np.ndarray:
     """Quantiles of the pairwise slopes (Theil-Sen's median is the 0.5 one): how sure the trend is."""
-    n = len(steps)
-    if n > max_points:
-        idx = np.linspace(0, n - 1, max_points).astype(int)
+    slopes = _pairwise_slopes(steps, values, max_points)
+    return np.quantile(slopes, quantiles) if len(slopes) else np.zeros(len(quantiles))
+
+
+def _pairwise_slopes(steps: np.ndarray, values: np.ndarray, max_points: int) -> np.ndarray:
+    """The slopes between every two points of distinct steps, on an even subsample of at most `max_points`."""
+    if len(steps) > max_points:
+        idx = np.linspace(0, len(steps) - 1, max_points).astype(int)
         steps, values = steps[idx], values[idx]
     i, j = np.triu_indices(len(steps), k=1)
     dx = steps[j] - steps[i]
     ok = dx != 0
-    if not ok.any():
-        return np.zeros(len(quantiles))
-    return np.quantile((values[j] - values[i])[ok] / dx[ok], quantiles)
+    return (values[j] - values[i])[ok] / dx[ok]
 
 
 def cusum_change(values: np.ndarray, baseline_points: int, *, drift_sd: float = 1.0,

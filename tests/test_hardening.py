@@ -17,37 +17,14 @@ import zlib
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from stabdiag.assemble import load
-from stabdiag.cli import app
 from stabdiag.errors import InputError
 from stabdiag.run import STEP_MAX, Series, StepError, as_steps, exact_step
+from tests.clihelp import assert_one_error, cli, one
 
-runner = CliRunner()
 needs_wandb = pytest.mark.skipif(importlib.util.find_spec("wandb") is None, reason="wandb not installed")
 HUGE = "9" * 400
-
-
-def one(path):
-    runs = load(path)
-    assert len(runs) == 1
-    return runs[0]
-
-
-def cli(*args):
-    result = runner.invoke(app, list(args))
-    assert "Traceback" not in result.output
-    return result
-
-
-def assert_one_error(result, *parts):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.splitlines()
-    errors = [line for line in lines if line.startswith("error:")]
-    assert len(errors) == 1 and "internal error" not in errors[0], result.stderr
-    for part in parts:
-        assert part in errors[0], errors[0]
 
 
 # --- steps: never wrapped, truncated or rounded --------------------------------------------------------

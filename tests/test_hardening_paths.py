@@ -10,34 +10,10 @@ import stat
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from stabdiag.assemble import load
-from stabdiag.cli import app
 from stabdiag.errors import InputError
-
-runner = CliRunner()
-
-
-def one(path):
-    runs = load(path)
-    assert len(runs) == 1
-    return runs[0]
-
-
-def cli(*args):
-    result = runner.invoke(app, list(args))
-    assert "Traceback" not in result.output
-    return result
-
-
-def assert_one_error(result, *parts):
-    assert result.exit_code == 2, result.output
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "internal error" not in errors[0], result.stderr
-    for part in parts:
-        assert part in errors[0], errors[0]
-
+from tests.clihelp import assert_one_error, cli, one
 
 # --- what a path is: FIFOs, devices, unreadable files and folders ----------------------------------------
 

@@ -72,9 +72,9 @@ def discover(source: str | os.PathLike[str], *, split_sources: bool = False) -> 
         return [_single_file(source)]
     claimed, refused, unreadable = _walk(source)
     if not claimed:
-        if any(os.path.normpath(path) == os.path.normpath(source) for path, _ in unreadable):
-            raise InputError(source, next(why for path, why in unreadable
-                                          if os.path.normpath(path) == os.path.normpath(source)))
+        own = next((why for path, why in unreadable if os.path.normpath(path) == os.path.normpath(source)), None)
+        if own is not None:
+            raise InputError(source, own)
         raise InputError(source, "no metric logs found in this directory" + _refusals(source, refused + unreadable))
     groups: dict[str, list[str]] = {}
     roots = {_loader_root(path, loader) for path, loader in claimed}
@@ -169,9 +169,7 @@ def lost_runs(source: str | os.PathLike[str], failed: list[tuple[str, InputError
 # --- finding files ------------------------------------------------------------------------------------
 
 def _single_file(path: str) -> RunFiles:
-    unreadable = cannot_open(path)
-    if unreadable is not None:
-        raise InputError(path, unreadable)
+    """A file given by name (`discover` has checked that it opens)."""
     loader = loader_for(path)
     if loader is None and is_rollout_dump(path):
         raise InputError(path, "a rollout dump, not a metric log; measure its drift with "

@@ -147,7 +147,6 @@ def _main(version: Optional[bool] = typer.Option(None, "--version", callback=_ve
 def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str], progress: bool,
                refresh: bool, split_sources: bool = False):
     from .assemble import load
-    from .run import merge_runs
 
     options = {"step_col": step_col, "progress": progress, "refresh": refresh}
     runs = load(paths, split_sources=split_sources, **options)
@@ -155,10 +154,8 @@ def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str],
         for warning in run.warnings:
             print(f"warning: {run.name}: {warning}", file=sys.stderr)
     if with_files:
-        extra = load(with_files, **options)
-        merged = merge_runs("with", extra)
-        runs = [r.with_series(merged.series, note="merged series from " + ", ".join(with_files))
-                for r in runs]
+        merged = _load_extra(with_files, options)
+        runs = [r.with_series(merged.series, note=_with_note(with_files)) for r in runs]
     return runs
 
 
@@ -186,17 +183,18 @@ def _check_file_map(settings, run) -> None:
             raise ConfigError(f"{where}: run '{run.name}' has no key '{key}'")
 
 
-def _diagnose_all(runs, rules, settings, **cost):
-    """`cost` carries --gpus / --gpu-hour-cost for the cost estimate."""
+def _diagnose_run(run, rules, settings, cost: dict | None = None):
+    """One run diagnosed under the settings; `cost` carries --gpus / --gpu-hour-cost for the cost estimate."""
     from .engine import diagnose
 
-    out = []
-    for run in runs:
-        _check_file_map(settings, run)
-        out.append(diagnose(run, rules=rules, mapping=settings.map, select=list(settings.select),
-                            ignore=list(settings.ignore), params=settings.params, guess=not settings.no_guess,
-                            **cost))
-    return out
+    _check_file_map(settings, run)
+    return diagnose(run, rules=rules, mapping=settings.map, select=list(settings.select),
+                    ignore=list(settings.ignore), params=settings.params, guess=not settings.no_guess,
+                    **(cost or {}))
+
+
+def _diagnose_all(runs, rules, settings):
+    return [_diagnose_run(run, rules, settings) for run in runs]
 
 
 # --- checking runs: on one core, or a tree of runs on many ------------------------------------------------
@@ -248,19 +246,13 @@ def _caught(fn, debug: bool):
 
 def _diagnose_one(job: _Job, run) -> tuple:
     """(the diagnosis, its part of the terminal report or None)."""
-    from .engine import diagnose
-
     if job.extra is not None:
         run = run.with_series(job.extra.series, note=job.extra_note)
-    settings = job.settings
-    _check_file_map(settings, run)
-    diag = diagnose(run, rules=job.rules, mapping=settings.map, select=list(settings.select),
-                    ignore=list(settings.ignore), params=settings.params, guess=not settings.no_guess,
-                    **(job.cost or {}))
+    diag = _diagnose_run(run, job.rules, job.settings, job.cost)
     if job.trends:
         from .report.sparkline import with_trends
 
-        diag = with_trends(diag, run, mapping=settings.map)
+        diag = with_trends(diag, run, mapping=job.settings.map)
     if job.drawing is None:
         return diag, None
     from .report.terminal import render_run
@@ -311,33 +303,18 @@ def _pool_context():
     return context
 
 
-class _RunsProgress:
-    """'checked 12/500 runs' on stderr while a pool works; it appears only after a second, like the
-    loaders' bars, so that small trees stay quiet."""
+def _runs_progress(enabled: bool, total: int):
+    """'checked 12/500 runs' on stderr while a pool works; like the loaders' bars it appears only after a
+    second, so that small trees stay quiet."""
+    from .loaders._progress import ByteProgress
 
-    def __init__(self, enabled: bool, total: int) -> None:
-        import time
+    class RunsProgress(ByteProgress):
+        def columns(self) -> tuple:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
-        self.enabled, self.total, self.done, self.bar = enabled and sys.stderr.isatty(), total, 0, None
-        self.clock, self.started = time.perf_counter, time.perf_counter()
+            return TextColumn("checked"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"), TimeRemainingColumn()
 
-    def advance(self) -> None:
-        self.done += 1
-        if not self.enabled or (self.bar is None and self.clock() - self.started < 1.0):
-            return
-        if self.bar is None:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self.bar = Progress(TextColumn("checked"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
-                                TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("runs", total=self.total)
-        self.bar.update(self.task, completed=self.done)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+    return RunsProgress(enabled and sys.stderr.isatty(), total, "runs")
 
 
 def _outcomes(job: _Job, tasks: list, jobs: int, progress: bool) -> list[_Outcome]:
@@ -359,17 +336,16 @@ def _outcomes(job: _Job, tasks: list, jobs: int, progress: bool) -> list[_Outcom
         checked = pool.map(_work, tasks, chunksize=max(1, min(8, len(tasks) // (workers * 16))))
     except OSError:                 # no semaphores or process limit reached: one at a time still works
         return [_check_one(job, t) for t in tasks]
-    bar = _RunsProgress(progress, len(tasks))
     out: list[_Outcome] = []
     try:
-        for outcome in checked:
-            out.append(outcome)
-            bar.advance()
+        with _runs_progress(progress, len(tasks)) as bar:
+            for outcome in checked:
+                out.append(outcome)
+                bar.update(len(out))
     except BrokenProcessPool:
         raise StabdiagError(f"--jobs {jobs}: a worker process died while checking runs (out of memory?); "
                             "rerun with fewer --jobs") from None
     finally:
-        bar.close()
         _stop(pool, finished=len(out) == len(tasks))
     return out
 
@@ -441,6 +417,10 @@ def _load_extra(with_files: list[str], options: dict):
     return merge_runs("with", load(with_files, **options))
 
 
+def _with_note(with_files: list[str]) -> str:
+    return "merged series from " + ", ".join(with_files)
+
+
 def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int,
                 split_sources: bool) -> list[_Outcome]:
     """Every run under `paths` checked with up to `jobs` worker processes, in order; what is said on
@@ -457,7 +437,7 @@ def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int
     extra: tuple = (None, ())
     if with_files:
         merged, error, said = _caught(lambda: _load_extra(with_files, job.load_options), job.debug)
-        job = job._replace(extra=merged, extra_note="merged series from " + ", ".join(with_files),
+        job = job._replace(extra=merged, extra_note=_with_note(with_files),
                            skip_diagnosis=error is not None)
         extra = (error, said)
     tasks = [run_files for group in found if not isinstance(group, Exception) for run_files in group]

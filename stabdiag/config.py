@@ -75,12 +75,14 @@ class Settings:
     map_origin: dict[str, str] = field(default_factory=dict)  # signal -> where its --map entry came from
     jobs: int = 1                       # worker processes for a tree of runs (default: the usable cores)
 
+    def value(self, key: str):
+        """The value of a key of KEYS (kebab-case, as in the config file)."""
+        return getattr(self, key.replace("-", "_"))
+
     def show(self) -> str:
         """`--show-settings`: each resolved value and where it came from."""
         def fmt(key: str) -> str:
-            value = {"map": self.map, "select": self.select, "ignore": self.ignore, "params": self.params,
-                     "fail-on": self.fail_on, "allow-unknown": self.allow_unknown, "no-guess": self.no_guess,
-                     "rules": self.rules}[key]
+            value = self.value(key)
             if key == "map":
                 return ", ".join(f"{s}={k}" for s, k in value.items()) or "-"
             if key == "params":
@@ -188,7 +190,8 @@ def configs_in_data(paths: list[str], used: ConfigFile | None) -> list[str]:
 
 def _head_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")[:1 << 20]
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(1 << 20)
     except OSError:
         return ""
 

@@ -94,23 +94,26 @@ def merge_sources(name: str, sources: list[Source], root: str) -> Run:
     for lower, added in fills.items():
         notes.append(f"{lower} adds steps the other files lack to {len(added)} key(s) "
                      f"({', '.join(added[:4])}{', ...' if len(added) > 4 else ''})")
-    notes.extend(_restart_notes(sources, root))
-    return _run(name, sources, series, notes, root)
+    restart_notes, restarts = _restarts(sources, root)
+    return _run(name, sources, series, notes + restart_notes, root, restarts)
 
 
-def _restart_notes(sources: list[Source], root: str) -> list[str]:
+def _restarts(sources: list[Source], root: str) -> tuple[list[str], int]:
     """Several writers of one kind in one run (two TensorBoard folders, two W&B runs) mean the training
-    was started again in the same output dir, whether or not it wrote a step twice."""
-    notes = []
+    was started again in the same output dir, whether or not it wrote a step twice: a note per kind, and
+    how many times it was started again."""
+    notes, restarts = [], 0
     for kind, label in (("tensorboard", "TensorBoard folders"), ("wandb", "W&B runs")):
         parts = sorted((s for s in sources if s.kind == kind), key=_write_order)
         if len(parts) > 1:
             notes.append(f"restarted: {len(parts)} {label} in this run ({', '.join(p.label(root) for p in parts)}), "
                          "joined in the order they were written")
-    return notes
+        restarts = max(restarts, len(parts) - 1)
+    return notes, restarts
 
 
-def _run(name: str, sources: list[Source], series: dict[str, Series], notes: list[str], root: str) -> Run:
+def _run(name: str, sources: list[Source], series: dict[str, Series], notes: list[str], root: str,
+         restarts: int) -> Run:
     meta: dict = {}
     for src in sorted(sources, key=lambda s: -s.rank):          # the best source's meta wins
         meta.update(src.run.meta)
@@ -120,7 +123,6 @@ def _run(name: str, sources: list[Source], series: dict[str, Series], notes: lis
     meta.pop("ending", None)
     if ending is not None:
         meta["ending"] = ending
-    restarts = max((sum(s.kind == kind for s in sources) - 1 for kind in ("tensorboard", "wandb")), default=0)
     if restarts > 0:
         meta["restarts"] = restarts
     files = tuple(f for src in sources for r in (src.run,) for f in (r.sources or src.files))

@@ -31,10 +31,15 @@ class ByteProgress:
             if time.perf_counter() - self.started < 1.0:
                 return
             from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress
 
-            self.bar = Progress(TextColumn("reading {task.description}"), BarColumn(), DownloadColumn(),
-                                TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+            self.bar = Progress(*self.columns(), console=Console(stderr=True), transient=True)
             self.bar.start()
             self.task = self.bar.add_task(self.label, total=self.total)
         self.bar.update(self.task, completed=min(done, self.total))
+
+    def columns(self) -> tuple:
+        """What the bar shows: `reading FILE`, the bar, bytes read of the total, time left."""
+        from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
+
+        return TextColumn("reading {task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn()

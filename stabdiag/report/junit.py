@@ -36,7 +36,8 @@ def _failure_text(diag: Diagnosis, f: Finding) -> str:
     return "\n".join(lines)
 
 
-def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool) -> ET.Element:
+def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool, settings: tuple) -> ET.Element:
+    """One run's testsuite; `settings` are the properties of what the config changed, after the run's own."""
     suite = ET.Element("testsuite", name=diag.run)
     found = {f.rule: f for f in diag.findings}
     missing = {u.rule: u for u in diag.unknown}
@@ -72,7 +73,7 @@ def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool) -> ET.Elem
     props = ET.Element("properties")
     root = "none" if diag.root_layer is None else str(diag.root_layer)
     for name, value in (("verdict", diag.verdict), ("root_layer", root),
-                        ("steps", "" if diag.steps is None else f"{diag.steps[0]}-{diag.steps[1]}")):
+                        ("steps", "" if diag.steps is None else f"{diag.steps[0]}-{diag.steps[1]}"), *settings):
         ET.SubElement(props, "property", name=name, value=value)
     suite.insert(0, props)
     if diag.notes:
@@ -86,10 +87,9 @@ def render(diagnoses: list[Diagnosis], *, fail_on: str = "fail", rules=None, all
     without it only the rules that fired or could not run are listed)."""
     root = ET.Element("testsuites", name="stabdiag")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    settings = tuple(junit_properties(options.get("settings")))        # what the config changed
     for diag in diagnoses:
-        suite = _suite(diag, rules, fail_on, allow_unknown)
-        for name, value in junit_properties(options.get("settings")):    # what the config changed
-            ET.SubElement(suite.find("properties"), "property", name=name, value=value)
+        suite = _suite(diag, rules, fail_on, allow_unknown, settings)
         root.append(suite)
         for key in totals:
             totals[key] += int(suite.get(key, "0"))

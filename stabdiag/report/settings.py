@@ -18,10 +18,6 @@ def _keys_and_defaults() -> tuple[tuple[str, ...], dict[str, object]]:
     return KEYS, DEFAULTS
 
 
-def _value(settings, key: str):
-    return getattr(settings, key.replace("-", "_"))
-
-
 def _plain(value):
     """A value as JSON holds it: tuples as lists, tables as dicts, inf as "inf" (JSON has no infinity)."""
     if isinstance(value, tuple):
@@ -52,7 +48,7 @@ def changed(settings) -> list[tuple[str, str, str]]:
     keys, defaults = _keys_and_defaults()
     out = []
     for key in keys:
-        value = _value(settings, key)
+        value = settings.value(key)
         if _plain(value) != _plain(defaults.get(key)):
             out.append((key, _text(key, value), settings.origin.get(key, "default")))
     return out
@@ -82,7 +78,7 @@ def to_dict(settings) -> dict:
     keys, _ = _keys_and_defaults()
     return {"config": settings.file,
             "changed": [key for key, _, _ in changed(settings)],
-            "values": {key: {"value": _plain(_value(settings, key)), "origin": settings.origin.get(key, "default")}
+            "values": {key: {"value": _plain(settings.value(key)), "origin": settings.origin.get(key, "default")}
                        for key in keys}}
 
 

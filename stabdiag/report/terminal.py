@@ -141,7 +141,7 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> No
         console.print(Text("Not judged - what each layer lacks:", style="bold"))
         _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) {r.unknown_reason}: "
                           + r.not_judged_text()) for r in unknown_layers])
-    for line in describe_cost(diag.cost or {}) if diag.cost else ():
+    for line in describe_cost(diag.cost) if diag.cost else ():
         console.print(Text(line))
     for forecast in diag.forecasts:
         console.print(Text(forecast.describe(), style="yellow"))

@@ -24,7 +24,7 @@ GZIP_ERRORS = (zlib.error, EOFError, gzip.BadGzipFile)
 
 def open_text(path: str):
     """A text handle on `path`, decompressing `.gz` files; newlines are kept as written."""
-    if path.lower().endswith(".gz"):
+    if is_gzip(path):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
     return open(path, encoding="utf-8", newline="")
 
@@ -63,12 +63,21 @@ def complete_text(path: str, notes: list[str]) -> str:
     module docstring).  A gzip file's text is returned whole."""
     with open_bytes(path) as fh:
         data = fh.read()
-    if not is_gzip(path) and data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        if data[cut:].strip():
-            notes.append(unfinished_line_note(path, data.count(b"\n") + 1))
-        data = data[:cut]
+    if not is_gzip(path):
+        data, cut = without_unfinished_line(data)       # cut as bytes: half a UTF-8 character is no error
+        if cut is not None:
+            notes.append(unfinished_line_note(path, cut))
     return decoded(path, data)
+
+
+def without_unfinished_line(text):
+    """`text` (str or bytes) up to its last newline, and the number of the line left out after it (None
+    when the text ends with a newline or that line is blank): a writer still appending may be in it."""
+    newline = "\n" if isinstance(text, str) else b"\n"
+    if not text or text.endswith(newline):
+        return text, None
+    cut = text.rfind(newline) + 1
+    return text[:cut], (text.count(newline) + 1 if text[cut:].strip() else None)
 
 
 def complete_length(path: str) -> tuple[int, bool]:

@@ -69,6 +69,16 @@ def in_step_range(steps: np.ndarray) -> np.ndarray:
     return (steps >= STEP_MIN) & (steps <= STEP_MAX)
 
 
+def off_step_range(arr: np.ndarray) -> np.ndarray:
+    """Which numbers of an integer or float array are not an integer in the step range (NaN is not)."""
+    if arr.dtype.kind == "u":
+        return arr > np.uint64(STEP_MAX)
+    if arr.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return ~np.isfinite(arr) | (np.floor(arr) != arr) | (np.abs(arr) > float(STEP_MAX))
+    return ~in_step_range(arr)
+
+
 def as_steps(steps) -> np.ndarray:
     """Steps as int64; StepError for one that is not an integer in the step range (never wrapped)."""
     try:
@@ -77,13 +87,8 @@ def as_steps(steps) -> np.ndarray:
         arr = np.asarray(steps, dtype=object)
     if arr.dtype.kind == "b":
         return arr.astype(np.int64)
-    if arr.dtype.kind == "i":
-        bad = ~in_step_range(arr)
-    elif arr.dtype.kind == "u":
-        bad = arr > np.uint64(STEP_MAX)
-    elif arr.dtype.kind == "f":
-        with np.errstate(invalid="ignore"):
-            bad = ~np.isfinite(arr) | (np.floor(arr) != arr) | (np.abs(arr) > float(STEP_MAX))
+    if arr.dtype.kind in "iuf":
+        bad = off_step_range(arr)
     else:
         bad = np.array([exact_step(v) is None for v in arr.ravel()], dtype=bool).reshape(arr.shape)
         if not bad.any():

@@ -60,5 +60,6 @@ def booleans(arr) -> np.ndarray:
     return _joined(parts, bool) & valid(arr)
 
 
-def is_fixed(arr) -> bool:
-    return str(arr.type) in _FIXED
+def is_error(exc: Exception) -> bool:
+    """An exception pyarrow raised (ArrowInvalid, ArrowNotImplementedError, ArrowTypeError, ...)."""
+    return type(exc).__module__.startswith("pyarrow")

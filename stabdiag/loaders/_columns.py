@@ -23,16 +23,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
-from ..run import STEP_MAX, STEP_RANGE, as_float, exact_step, shown_number
+from ..run import STEP_RANGE, as_float, exact_step, off_step_range, shown_number
 
 STEP_COLUMNS = ("step", "_step", "global_step", "iteration", "Step", "trainer/global_step",
                 "train/global_step", "training/global_step")
 KEY_COLUMNS = ("key", "tag", "metric")
 _STEP_NAMES = {name.lower() for name in STEP_COLUMNS}
 _KEY_NAMES = {name.lower() for name in KEY_COLUMNS}
-_TEXT_NUMBERS = {"nan": math.nan, "-nan": math.nan, "inf": math.inf, "+inf": math.inf,
-                 "-inf": -math.inf, "infinity": math.inf, "+infinity": math.inf,
-                 "-infinity": -math.inf}
+NAN_WORDS = ("nan", "+nan", "-nan")       # a step written as one of these marks a row without a step
 
 
 def kind_of(name: str, step_col: str | None) -> str:
@@ -114,7 +112,7 @@ def parse_cell(cell) -> tuple[float | None, bool]:
         try:
             number = float(text)
         except ValueError:
-            return _TEXT_NUMBERS.get(text.lower()), False
+            return None, False           # float() reads nan, inf and infinity itself, in any case
         return number, math.isinf(number) and "inf" not in text.lower()     # 1e400
     return None, False   # lists, dicts (media, tables): not a scalar
 
@@ -174,11 +172,7 @@ def steps_of(table: Table, name: str, path: str) -> tuple[np.ndarray, np.ndarray
 def _steps_of_ints(table: Table, name: str, path: str, col: Column) -> np.ndarray:
     """Steps from a column of integers (text and JSON readers keep only steps in range; Parquet any)."""
     ints = col.ints
-    if ints.dtype.kind == "u":
-        bad = col.written & (ints > np.uint64(STEP_MAX))
-    else:
-        wide = ints.astype(np.int64, copy=False)
-        bad = col.written & ((wide < -STEP_MAX) | (wide > STEP_MAX))
+    bad = col.written & off_step_range(ints)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(path, f"step column '{name}' holds {shown_number(ints[i])}: {_not_a_step(ints[i])}",
@@ -190,8 +184,7 @@ def _steps_of_numbers(table: Table, name: str, path: str, col: Column) -> tuple[
     """Steps from a column of numbers (a Parquet float column): the values are the cells."""
     values = col.values
     has = col.written & ~np.isnan(values)
-    with np.errstate(invalid="ignore"):
-        bad = has & ~(np.isfinite(values) & (np.floor(values) == values) & (np.abs(values) <= STEP_MAX))
+    bad = has & off_step_range(values)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(path, f"step column '{name}' holds {shown_number(values[i])}: {_not_a_step(values[i])}",
@@ -217,7 +210,7 @@ def _steps_of_cells(table: Table, name: str, path: str, col: Column) -> tuple[np
 
 def _is_nan_cell(cell) -> bool:
     if isinstance(cell, str):
-        return cell.strip().lower() in ("nan", "-nan", "+nan")
+        return cell.strip().lower() in NAN_WORDS
     return isinstance(cell, (float, np.floating)) and math.isnan(cell)
 
 

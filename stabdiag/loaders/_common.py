@@ -7,7 +7,6 @@ import math
 import os
 import re
 
-from .._textio import unfinished_line_note as unfinished_note  # noqa: F401  (re-exported)
 from ..errors import InputError
 from ..run import STEP_RANGE, Run, as_float, exact_step, run_name_for, series_from_long, shown_number
 
@@ -54,15 +53,6 @@ def read_text(path: str) -> str:
             return fh.read()
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
-
-
-def without_unfinished_line(text: str) -> tuple[str, int | None]:
-    """`text` up to its last newline, and the number of the line left out after it (None when the text
-    ends with a newline or that line is blank): a writer still appending may be in the middle of it."""
-    if not text or text.endswith("\n"):
-        return text, None
-    cut = text.rfind("\n") + 1
-    return text[:cut], (text.count("\n") + 1 if text[cut:].strip() else None)
 
 
 def number(token: str) -> float | None:

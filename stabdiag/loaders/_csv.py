@@ -22,7 +22,7 @@ import numpy as np
 from .._textio import complete_text, is_gzip, open_bytes
 from ..errors import InputError
 from ..run import in_step_range
-from ._columns import Column, ColumnParts, Table, cells_column, kind_of, lines_from, numbers_from_cells
+from ._columns import Column, ColumnParts, Table, cells_column, kind_of, lines_from, numbers_column, numbers_from_cells
 from ._progress import ByteProgress
 
 BULK_BYTES = 4 << 20        # from this size on (compressed: a fifth of it) the bulk reader goes first
@@ -158,7 +158,7 @@ def text_column(cells: tuple[str, ...], kind: str) -> Column:
         return cells_column(arr) if kind == "step" else numbers_from_cells(arr, cells_column(arr).written)
     full = np.full(len(cells), np.nan)
     full[written] = values
-    col = Column(written, values=full, parsed=len(texts))
+    col = numbers_column(full, written)
     infinite = np.flatnonzero(np.isinf(values))
     if len(infinite):                 # Inf that was not written as inf: a number too large for float64
         rows = np.flatnonzero(written)[infinite]

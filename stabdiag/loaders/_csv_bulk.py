@@ -22,7 +22,7 @@ import numpy as np
 
 from .._textio import complete_length, is_gzip, open_bytes, unfinished_line_note
 from . import _arrow
-from ._columns import Column, ColumnParts, Table, cells_column, kind_of, parse_cell
+from ._columns import NAN_WORDS, Column, ColumnParts, Table, cells_column, kind_of, numbers_column, parse_cell
 from ._csv import LINE, unique_names
 from ._progress import ByteProgress
 
@@ -35,7 +35,6 @@ _DIGIT = r"(?:[0-9_]|[^\x00-\x7f])"            # any non-ASCII may be a digit fl
 # every text float() reads matches (and some it does not: those are read one by one)
 MAYBE_NUMBER = rf"^{_WS}*[+-]?(?:{_DIGIT}*\.?{_DIGIT}*(?:[eE][+-]?{_DIGIT}+)?|(?i:nan|inf|infinity)){_WS}*$"
 BLANK = rf"^{_WS}*$"
-_NAN_WORDS = ("nan", "+nan", "-nan")
 
 
 class _Retry(Exception):
@@ -63,7 +62,7 @@ def read(path: str, sep: str, *, step_col: str | None = None, progress: bool = F
                 types[str(retry)] = pa.string()
                 continue
             except Exception as exc:           # ragged rows, bad UTF-8, damaged gzip...: the text reader says
-                if _is_arrow_error(exc) or isinstance(exc, (OSError, EOFError, ValueError)):
+                if _arrow.is_error(exc) or isinstance(exc, (OSError, EOFError, ValueError)):
                     return None
                 raise
             break
@@ -75,10 +74,6 @@ def read(path: str, sep: str, *, step_col: str | None = None, progress: bool = F
         return None
     notes = [unfinished_line_note(path, source.newlines + 1)] if tail else []
     return Table(columns, rows, lambda row: row + 2, notes)
-
-
-def _is_arrow_error(exc: Exception) -> bool:
-    return type(exc).__module__.startswith("pyarrow")
 
 
 def _head(path: str, sep: str) -> tuple[list[str], set[str], float] | None:
@@ -188,8 +183,7 @@ def _column(arr, kind: str) -> Column:
     import pyarrow as pa
 
     if arr.type == pa.float64():
-        values, written = _arrow.floats(arr)
-        return Column(written, values=values, parsed=len(arr) - arr.null_count)
+        return numbers_column(*_arrow.floats(arr))
     if pa.types.is_dictionary(arr.type):
         names = arr.dictionary.to_pylist()
         blank = np.array([not name.strip() for name in names] + [True], dtype=bool)
@@ -261,7 +255,7 @@ def _settle(path: str, sep: str, columns: dict[str, Column], types: dict, kinds:
     try:
         texts = _texts(_Source(path, limit, ByteProgress(False, 1, "")), sep, again)
     except Exception as exc:
-        if _is_arrow_error(exc) or isinstance(exc, (OSError, EOFError, ValueError)):
+        if _arrow.is_error(exc) or isinstance(exc, (OSError, EOFError, ValueError)):
             return False
         raise
     for name in again:
@@ -293,7 +287,7 @@ def _checked(col: Column, texts) -> Column:
     overflows = []
     for row, text in zip(rows, _texts_at(texts, rows)):
         low = text.strip().lower()
-        if np.isnan(col.values[row]) and low not in _NAN_WORDS:
+        if np.isnan(col.values[row]) and low not in NAN_WORDS:
             return text_numbers(texts)
         if np.isinf(col.values[row]) and "inf" not in low:
             overflows.append(row)

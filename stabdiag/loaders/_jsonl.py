@@ -19,7 +19,7 @@ import numpy as np
 from .._textio import is_gzip, json_blocks
 from ..errors import InputError
 from ..run import in_step_range
-from ._columns import Column, ColumnParts, Table, joined, kind_of, lines_from, numbers_from_cells
+from ._columns import Column, ColumnParts, Table, joined, kind_of, lines_from, numbers_column, numbers_from_cells
 from ._progress import ByteProgress
 
 _LINES_PER_BLOCK = 8192
@@ -154,7 +154,7 @@ def json_column(cells: list, types: set, kind: str) -> Column:
     kinds = types - {type(None)}
     if kind == "metric" and kinds <= _NUMBERS:
         try:
-            return Column(written, values=np.array(cells, dtype=np.float64), parsed=int(np.count_nonzero(written)))
+            return numbers_column(np.array(cells, dtype=np.float64), written)
         except OverflowError:                  # an integer beyond float64: read as Inf, with a note
             pass
     if kind == "step" and kinds <= {int}:

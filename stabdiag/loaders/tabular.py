@@ -19,7 +19,7 @@ from .._textio import GZIP_ERRORS, open_text
 from ..errors import InputError
 from ..run import Run, Series, run_name_for, series_from_codes
 from . import _arrow
-from ._columns import KEY_COLUMNS, STEP_COLUMNS, Column, Table, keys_of, numbers_of, steps_of
+from ._columns import KEY_COLUMNS, STEP_COLUMNS, Column, Table, keys_of, numbers_column, numbers_of, steps_of
 
 __all__ = ["KEY_COLUMNS", "STEP_COLUMNS", "WALL_COLUMNS", "can_load", "is_rollout_dump", "load"]
 
@@ -62,14 +62,10 @@ def is_rollout_dump(path: str) -> bool:
     except (OSError, ValueError, UnicodeDecodeError, RecursionError, *GZIP_ERRORS):
         return False            # unreadable here: let load() say what is wrong with it
     except Exception as exc:    # pyarrow's own errors (ArrowException) are not all OSError/ValueError
-        if _is_arrow_error(exc):
+        if _arrow.is_error(exc):
             return False
         raise
     return False
-
-
-def _is_arrow_error(exc: Exception) -> bool:
-    return type(exc).__module__.startswith("pyarrow")
 
 
 def load(path: str, **options) -> Run:
@@ -95,7 +91,7 @@ def load(path: str, **options) -> Run:
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InputError(path, f"cannot read as {kind.upper()}: {_problem(exc, kind)}") from None
     except Exception as exc:
-        if _is_arrow_error(exc):               # ArrowNotImplementedError, ArrowTypeError, ...
+        if _arrow.is_error(exc):               # ArrowNotImplementedError, ArrowTypeError, ...
             raise InputError(path, f"cannot read as {kind.upper()}: {_problem(exc, kind)}") from None
         raise
     if not table.columns or table.rows == 0:
@@ -143,12 +139,11 @@ def _read_parquet(path: str) -> Table:
 def _parquet_column(col, rows: int) -> Column:
     import pyarrow as pa
 
+    if pa.types.is_floating(col.type) or pa.types.is_boolean(col.type):
+        return numbers_column(*_arrow.floats(col.cast(pa.float64(), safe=False)))     # the cast keeps the nulls
     written = _arrow.valid(col)
     if pa.types.is_integer(col.type):          # kept exact: a step of 2**62 is not a float64
         return Column(written, ints=_arrow.fixed(col))
-    if pa.types.is_floating(col.type) or pa.types.is_boolean(col.type):
-        values, _ = _arrow.floats(col.cast(pa.float64(), safe=False))
-        return Column(written, values=values, parsed=int(np.count_nonzero(written)))
     return Column(written, cells=np.fromiter(col.to_pylist(), object, rows))
 
 

@@ -24,6 +24,7 @@ import os
 import re
 from dataclasses import replace
 
+from ..._textio import unfinished_line_note, without_unfinished_line
 from ...ending import ending_of_console
 from ...errors import InputError
 from ...run import Run
@@ -71,12 +72,13 @@ def can_load(path: str) -> bool:
 
 def load(path: str, **options) -> Run:
     text = _common.read_text(path)
-    fmt = _format_of(text[:_SNIFF_BYTES]) or _format_of(text)
+    # a format whose records start past the head is looked for in the whole text (the same text if small)
+    fmt = _format_of(text[:_SNIFF_BYTES]) or (_format_of(text) if len(text) > _SNIFF_BYTES else None)
     if fmt is None:
         raise InputError(path, "no metric lines of a known console format found")
     reader = {"megatron": _megatron.read, "dschat": _read_dschat, "llmc": _read_llmc,
               "verl": _read_verl, "hf": hf_console.read, "loop": loop.read}[fmt]
-    complete, cut = _common.without_unfinished_line(text)
+    complete, cut = without_unfinished_line(text)
     try:
         run = reader(path, complete)
     except InputError as exc:
@@ -92,7 +94,7 @@ def load(path: str, **options) -> Run:
     if ending is not None:
         run.meta["ending"] = ending
     if cut is not None and _has_numbers(text[len(complete):]):
-        run = replace(run, notes=run.notes + (_common.unfinished_note(path, cut),))
+        run = replace(run, notes=run.notes + (unfinished_line_note(path, cut),))
     return run
 
 

@@ -16,6 +16,7 @@ import os
 import re
 from html.parser import HTMLParser
 
+from ..._textio import unfinished_line_note, without_unfinished_line
 from ...errors import InputError
 from ...run import Run, merge_runs, run_name_for
 from .. import _common
@@ -146,9 +147,9 @@ def _tables_of(path: str, notes: list[str]) -> list[list[list[str]]]:
         return [t for html in _ipynb_html(path, raw) for t in _html_tables(html)]
     if ext in (".html", ".htm"):
         return _html_tables(raw)
-    complete, cut = _common.without_unfinished_line(raw)      # a pasted table still being written
+    complete, cut = without_unfinished_line(raw)      # a pasted table still being written
     if cut is not None:
-        notes.append(_common.unfinished_note(path, cut))
+        notes.append(unfinished_line_note(path, cut))
     return _pipe_tables(complete)
 
 

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ...run import STEP_MAX, STEP_MIN, exact_step
+from ...run import STEP_MAX, STEP_MIN, exact_step, in_step_range, off_step_range
 from ._batch import HISTORY, as_text, int64s, key_names, numpy_of, read_batch, slices
 
 _INTERNAL = frozenset(("_step", "_timestamp", "_runtime"))
@@ -219,7 +219,7 @@ class History:
         kept = fast.copy()
         kept[list(decoded)] = True
         row_of = len(self.row_steps) + np.cumsum(kept) - 1
-        in_range = (batch.step >= STEP_MIN) & (batch.step <= STEP_MAX)
+        in_range = in_step_range(batch.step)
         self.row_steps.extend(np.where(in_range, batch.step, 0)[kept].tolist())   # a `_step` item replaces it
         self.row_walls.extend([math.nan] * int(np.count_nonzero(kept)))
         for i, record in decoded.items():
@@ -288,8 +288,7 @@ class History:
 
     def _set_row_facts(self, name: str, rows: np.ndarray, numbers: np.ndarray) -> None:
         if name == "_step":
-            with np.errstate(invalid="ignore"):
-                ok = np.isfinite(numbers) & (np.floor(numbers) == numbers) & (np.abs(numbers) <= float(STEP_MAX))
+            ok = ~off_step_range(numbers)
             self.bad_steps += int(np.count_nonzero(~ok & ~np.isnan(numbers)))
             target = self.row_steps
             for row, step in zip(rows[ok].tolist(), numbers[ok].astype(np.int64).tolist()):

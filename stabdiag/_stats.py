@@ -45,13 +45,6 @@ def _median_in_place(a: np.ndarray) -> float:
     return (a[:upper].max() + a[upper]) / 2
 
 
-def edge_level(x: np.ndarray, frac: float, *, end: bool = False, min_points: int = 3) -> float:
-    """Median of the first (or last) `frac` of the points."""
-    k = min(len(x), max(min_points, int(round(len(x) * frac))))
-    part = x[-k:] if end else x[:k]
-    return float(np.median(part))
-
-
 def edge_level_by_steps(steps: np.ndarray, x: np.ndarray, frac: float, *, end: bool = False,
                         min_points: int = 3) -> float:
     """Median of the points in the first (or last) `frac` of the step span (at least `min_points`),
@@ -61,7 +54,7 @@ def edge_level_by_steps(steps: np.ndarray, x: np.ndarray, frac: float, *, end: b
     span = float(steps[-1] - steps[0])
     inside = steps >= steps[-1] - frac * span if end else steps <= steps[0] + frac * span
     if inside.sum() < min_points:
-        return edge_level(x, 0.0, end=end, min_points=min_points)
+        return float(np.median(x[-min_points:] if end else x[:min_points]))     # the first (last) few
     return float(np.median(x[inside]))
 
 
@@ -93,7 +86,7 @@ def _rolling_nanmedian(x: np.ndarray, window: int) -> np.ndarray:
 
 
 _BLOCK_CELLS = 1 << 18          # windows x width materialised at a time (2 MB of float64)
-_SELECT_MAX_WIDTH = 128         # up to this width, selecting in each window (O(w)) beats the block walk
+_GROUPED_MAX_WIDTH = 128        # odd widths up to this share sorted cores; wider ones select per window
 
 
 def sliding_median(x: np.ndarray, width: int) -> np.ndarray:
@@ -104,11 +97,9 @@ def sliding_median(x: np.ndarray, width: int) -> np.ndarray:
         return np.empty(0)
     if width in (1, 3, 5):
         return _small_sliding_median(x, width)
-    if count * width <= _BLOCK_CELLS or (width <= _SELECT_MAX_WIDTH and width % 2 == 0):
+    if count * width <= _BLOCK_CELLS or width % 2 == 0 or width > _GROUPED_MAX_WIDTH:
         return _select_rows(sliding_window_view(x, width))
-    if width <= _SELECT_MAX_WIDTH:
-        return _grouped_median(x, width)
-    return _block_walk_median(x, width)
+    return _grouped_median(x, width)
 
 
 def _small_sliding_median(x: np.ndarray, width: int) -> np.ndarray:
@@ -206,98 +197,6 @@ def expanding_median(x: np.ndarray) -> np.ndarray:
             heapq.heappush(low, -heapq.heappop(high))
         out[i] = -low[0] if len(low) > len(high) else (-low[0] + high[0]) / 2
     return out
-
-
-def _block_walk_median(x: np.ndarray, width: int) -> np.ndarray:
-    """sliding_median in O(n log w) (Suomela, "Median filtering is equivalent to sorting", 2014).
-
-    The points are cut into blocks of `width`; a window starting at offset t of block A is A[t:] plus
-    B[:t] of the next block B.  Each pair (A, B) is sorted once, and two linked lists in that sorted order
-    hold A's and B's points in the window: stepping t removes one point of A, adds one of B (B's list is
-    emptied in reverse beforehand, so each addition restores the links it had), and moves the median
-    pointers by at most one place.  Every block pair is one lane of numpy arrays; the Python loop runs
-    over the `width` offsets, not over points."""
-    n = len(x)
-    lanes = -(-(n - width + 1) // width)
-    padded = np.concatenate([x, np.full((lanes + 1) * width - n, x[-1])])
-    blocks = padded.reshape(lanes + 1, width)
-    out = np.empty(lanes * width)
-    per_batch = max(1, _BLOCK_CELLS // (2 * width))
-    for lo in range(0, lanes, per_batch):
-        hi = min(lanes, lo + per_batch)
-        out[lo * width:hi * width] = _walk_lanes(blocks[lo:hi + 1], width)
-    return out[:n - width + 1]
-
-
-def _walk_lanes(blocks: np.ndarray, w: int) -> np.ndarray:
-    """The medians of the windows starting in each block but the last (see _block_walk_median)."""
-    lanes = len(blocks) - 1
-    pairs = np.concatenate([blocks[:-1], blocks[1:]], axis=1)
-    order = np.argsort(pairs, axis=1)                # any total order consistent with the values
-    size = 2 * w + 2                                 # per lane: node 0 heads the lists, 1..2w are the
-    base = (np.arange(lanes) * size)[:, None]        # sorted points, 2w+1 ends them
-    values = np.empty((lanes, size))
-    values[:, 1:-1] = np.take_along_axis(pairs, order, axis=1)
-    values = values.ravel()
-    node_of = np.empty((lanes, 2 * w), dtype=np.intp)
-    np.put_along_axis(node_of, order, np.arange(1, 2 * w + 1), axis=1)
-    node_of += base
-    in_a = order < w
-    sorted_nodes = np.broadcast_to(np.arange(1, 2 * w + 1), (lanes, 2 * w))
-    a_nodes = sorted_nodes[in_a].reshape(lanes, w) + base
-    nxt_a, prv_a = _linked(a_nodes, base, size)
-    nxt_b, prv_b = _linked(sorted_nodes[~in_a].reshape(lanes, w) + base, base, size)
-    for p in range(w - 1, -1, -1):                   # B's list starts empty
-        b = node_of[:, w + p]
-        nxt_b[prv_b[b]] = nxt_b[b]
-        prv_b[nxt_b[b]] = prv_b[b]
-    h = (w - 1) // 2                                 # points strictly below the (lower) median
-    # the cut: the points before pa in A's list and before pb in B's list are the h smallest
-    pa, pb, below = a_nodes[:, h].copy(), base[:, 0] + size - 1, np.full(lanes, h)
-    out = np.empty((lanes, w))
-    for t in range(w):
-        if t:
-            a = node_of[:, t - 1]                    # A's point at t-1 leaves
-            below -= a < pa
-            pa = np.where(a == pa, nxt_a[a], pa)
-            nxt_a[prv_a[a]] = nxt_a[a]
-            prv_a[nxt_a[a]] = prv_a[a]
-            b = node_of[:, w + t - 1]                # B's point at t-1 joins
-            nxt_b[prv_b[b]] = b
-            prv_b[nxt_b[b]] = b
-            joined = b < pb
-            below += joined
-            # too many below, or the new point went below while larger than A's next: drop the largest
-            back = (below > h) | ((below == h) & joined & (b > pa))
-            qa, qb = prv_a[pa], prv_b[pb]
-            from_a = qa > qb
-            pa = np.where(back & from_a, qa, pa)
-            pb = np.where(back & ~from_a, qb, pb)
-            below -= back
-            ahead = below < h                        # too few below: take the smallest above
-            from_a = pa < pb
-            pa = np.where(ahead & from_a, nxt_a[pa], pa)
-            pb = np.where(ahead & ~from_a, nxt_b[pb], pb)
-            below += ahead
-        a_first = pa < pb
-        low = values[np.where(a_first, pa, pb)]
-        if w % 2:
-            out[:, t] = low
-        else:
-            after = np.minimum(np.where(a_first, nxt_a[pa], nxt_b[pb]), np.where(a_first, pb, pa))
-            out[:, t] = (low + values[after]) / 2
-    return out.ravel()
-
-
-def _linked(nodes: np.ndarray, base: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """next/previous arrays of one doubly linked list per lane through `nodes` (in order), from the head
-    node to the end node."""
-    nxt = np.zeros(len(nodes) * size, dtype=np.intp)
-    prv = np.zeros(len(nodes) * size, dtype=np.intp)
-    chain = np.concatenate([base, nodes, base + size - 1], axis=1)
-    nxt[chain[:, :-1]] = chain[:, 1:]
-    prv[chain[:, 1:]] = chain[:, :-1]
-    return nxt, prv
 
 
 def recent_median_floor(x: np.ndarray, window: int) -> np.ndarray:

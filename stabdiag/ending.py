@@ -36,6 +36,7 @@ _KILLED = re.compile(r"^Killed$|SIGKILL|SIGTERM|signal 9\b|signal 15\b|exitcode\
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Interrupt|Exit)\b)(?::\s*(.*))?$")
 _FINISHED = re.compile(r"'train_runtime'|\"train_runtime\"|Training completed|training finished", re.IGNORECASE)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CAUSES = (("hardware", _HARDWARE), ("oom", _OOM), ("collective", _COLLECTIVE), ("killed", _KILLED))
 _METRIC_RECORD = re.compile(r"\{'(?:loss|train_loss|reward|eval_\w+)'|\bstep[:= ]\s*\d+\s*[-|,]|iteration\s+\d+\s*/")
 
 
@@ -59,8 +60,8 @@ class Ending:
 def ending_of_console(text: str, source: str) -> Ending | None:
     """The ending a console log's tail shows, or None when it shows none.  A traceback that metric
     records follow was survived (a caught error, a retried step), so it is not the ending."""
-    lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
-    tail = lines[-_TAIL_LINES:]
+    lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()[-_TAIL_LINES:]]
+    tail = lines
     # what comes after the last metric record: anything before it, the run went past
     last_record = max((i for i, line in enumerate(tail) if _METRIC_RECORD.search(line)), default=-1)
     tail = tail[last_record + 1:]
@@ -71,20 +72,18 @@ def ending_of_console(text: str, source: str) -> Ending | None:
         message = (f"{error.group(1)}: {error.group(2) or ''}".rstrip(": ") if error
                    else "a Python traceback with no error line")
         return Ending(_classify(message, tail[trace:]), message, source)
-    for kind, pattern in (("hardware", _HARDWARE), ("oom", _OOM), ("collective", _COLLECTIVE),
-                          ("killed", _KILLED)):
+    for kind, pattern in _CAUSES:
         hit = next((line.strip() for line in reversed(tail) if pattern.search(line)), None)
         if hit is not None:
             return Ending(kind, hit[:200], source)
-    if any(_FINISHED.search(line) for line in lines[-_TAIL_LINES:]):    # the summary is itself a record
+    if any(_FINISHED.search(line) for line in lines):    # the summary is itself a record
         return Ending("finished", "the trainer printed its final summary", source)
     return None
 
 
 def _classify(message: str, block: list[str]) -> str:
     text = "\n".join([message, *block[-20:]])
-    for kind, pattern in (("nonfinite", _NONFINITE), ("hardware", _HARDWARE), ("oom", _OOM),
-                          ("collective", _COLLECTIVE), ("killed", _KILLED)):
+    for kind, pattern in (("nonfinite", _NONFINITE), *_CAUSES):
         if pattern.search(message) or (kind != "nonfinite" and pattern.search(text)):
             return kind
     return "exception"

@@ -59,6 +59,13 @@ def _curve(signals: Signals, name: str, cutoff: int | None) -> Curve | None:
     return Curve(name, s.key, steps, values, s.superseded_steps, s.superseded_values)
 
 
+def _wired(signals: Signals, name: str, cutoff: int | None) -> Curve | list[Curve] | None:
+    """What a rule's input receives: a family (`reward:*`) as its list of curves, a signal as its curve."""
+    if name.endswith(":*"):
+        return [c for n in signals.matching(name) if (c := _curve(signals, n, cutoff)) is not None]
+    return _curve(signals, name, cutoff)
+
+
 def _inputs(rule: Rule, signals: Signals, cutoff: int | None) -> tuple[dict, list[str]]:
     """Detector keyword arguments for a rule, and the required signals the run lacks."""
     kwargs: dict = {}
@@ -67,20 +74,11 @@ def _inputs(rule: Rule, signals: Signals, cutoff: int | None) -> tuple[dict, lis
         if name == "ending":
             kwargs[arg] = signals.run.meta.get("ending")
             continue
-        if name.endswith(":*"):
-            curves = [c for n in signals.matching(name) if (c := _curve(signals, n, cutoff)) is not None]
-            kwargs[arg] = curves
-            if not curves:
-                missing.append(name)
-        else:
-            kwargs[arg] = _curve(signals, name, cutoff)
-            if kwargs[arg] is None:
-                missing.append(name)
+        kwargs[arg] = wired = _wired(signals, name, cutoff)
+        if wired is None or (isinstance(wired, list) and not wired):      # no curve, or a family of none
+            missing.append(name)
     for arg, name in rule.optional_signals.items():
-        if name.endswith(":*"):
-            kwargs[arg] = [c for n in signals.matching(name) if (c := _curve(signals, n, cutoff)) is not None]
-        else:
-            kwargs[arg] = _curve(signals, name, cutoff)
+        kwargs[arg] = _wired(signals, name, cutoff)
     present = len(rule.signals) - len(missing)
     if rule.requires == "any" and present > 0:
         missing = []
@@ -189,13 +187,13 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     findings: list[Finding] = []
     unknown: list[Unknown] = []
     judged: dict[int, list[str]] = {layer: [] for layer in LAYERS}
+    resolved = {r.id: {**r.all_params(), **(params or {}).get(r.id, {})} for r in rules}
     for rule in rules:
         kwargs, missing = _inputs(rule, signals, None if rule.spec.sees_nonfinite else cutoff)
         if missing:
             unknown.append(Unknown(rule.id, rule.layer, tuple(missing)))
             continue
-        values = {**rule.all_params(), **(params or {}).get(rule.id, {})}
-        result = rule.spec.fn(**kwargs, **values)
+        result = rule.spec.fn(**kwargs, **resolved[rule.id])
         if rule.requires == "event" and not isinstance(result, Evidence):
             continue                      # an event rule only reports; its silence judges nothing
         if isinstance(result, NotJudged):
@@ -215,7 +213,6 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     if run.duplicate_steps:
         notes.append(f"resumed run: {run.duplicate_steps} step(s) were written again after a restart; "
                      "the last write of each step was used")
-    resolved = {r.id: {**r.all_params(), **(params or {}).get(r.id, {})} for r in rules}
     active = tuple(active_methods(run.meta.get("config"), list(run.series)))
     ending = run.meta.get("ending")
     return Diagnosis(run=run.name, layers=tuple(layers), findings=tuple(findings), unknown=tuple(unknown),

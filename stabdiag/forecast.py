@@ -11,7 +11,7 @@ never changes a verdict.  Runs that finished or crashed get none.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -78,8 +78,7 @@ def forecasts(signals: Signals, params: dict[str, dict[str, float]], ending=None
                 hit = _reaching("grad-norm blow-up", "grad_norm", grad.key, logs, math.log(_BLOWUP_RATIO * baseline),
                                 falling=False)
                 if hit is not None:
-                    hit = Forecast(hit.what, hit.signal, hit.key, _BLOWUP_RATIO * baseline, math.exp(hit.now),
-                                   hit.now_step, hit.at_step, hit.earliest, hit.latest)
+                    hit = replace(hit, level=_BLOWUP_RATIO * baseline, now=math.exp(hit.now))
                 out.append(hit)
     return [f for f in out if f is not None]
 

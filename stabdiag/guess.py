@@ -197,13 +197,16 @@ def _words(value, path: str, where: str) -> frozenset[str]:
 
 def _pattern(body: dict, path: str, text: str) -> Pattern:
     pid = str(body.get("id", "?"))
-    line = _toml.line_of(text, f'id = "{pid}"')
+
+    def fail(problem: str) -> RuleError:      # the line is looked up only for an error: not at every start-up
+        return RuleError(path, f"pattern {pid}: {problem}", line=_toml.line_of(text, f'id = "{pid}"'))
+
     unknown = set(body) - _PATTERN_KEYS
     if unknown:
-        raise RuleError(path, f"pattern {pid}: unknown key {sorted(unknown)[0]!r}", line=line)
+        raise fail(f"unknown key {sorted(unknown)[0]!r}")
     groups = body.get("all")
     if not pid or "signal" not in body or not isinstance(groups, list) or not groups:
-        raise RuleError(path, f"pattern {pid}: needs id, signal and a non-empty `all`", line=line)
+        raise fail("needs id, signal and a non-empty `all`")
     return Pattern(pid, str(body["signal"]),
                    tuple(_words(g if isinstance(g, list) else [g], path, f"pattern {pid}: all") for g in groups),
                    _words(body.get("allow", []), path, f"pattern {pid}: allow"),

@@ -152,14 +152,11 @@ def same(a, b):
     return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
 
 
-@pytest.fixture(params=["as shipped", "block walk", "grouped cores"])
+@pytest.fixture(params=["as shipped", "grouped cores"])
 def median_path(request, monkeypatch):
     """Run a test once per algorithm: small inputs take the direct path as shipped; shrinking the block
-    size sends them through the O(n log w) block walk, or (odd widths) through the grouped cores."""
-    if request.param == "block walk":
-        monkeypatch.setattr(st, "_SELECT_MAX_WIDTH", 2)
-        monkeypatch.setattr(st, "_BLOCK_CELLS", 16)
-    elif request.param == "grouped cores":
+    size sends odd widths through the grouped cores."""
+    if request.param == "grouped cores":
         monkeypatch.setattr(st, "_BLOCK_CELLS", 16)
     return request.param
 
@@ -200,7 +197,7 @@ def test_sliding_median_is_np_median_of_every_window(width, median_path):
 def test_sliding_median_large_input_uses_each_path_without_a_full_view():
     rng = np.random.default_rng(3)
     x = rng.normal(size=30_000)
-    for width in (5, 21, 64, 129, 300):             # network, grouped cores, rows, block walk (odd, even)
+    for width in (5, 21, 64, 129, 300):             # network, grouped cores, rows (even, wide odd, wide even)
         expected = np.median(sliding_window_view(x, width), axis=1)
         assert same(st.sliding_median(x, width), expected), width
 

@@ -16,8 +16,8 @@ def level_above(values: Curve, *, warn_above, fail_above, min_stretch_steps,
                 catastrophic_above) -> Evidence | NotJudged | None:
     """The curve's running median stays above a threshold for a stretch: above `fail_above` fails,
     between `warn_above` and `fail_above` warns.  One point above `catastrophic_above` fails alone."""
-    return _level(values, np.abs(values.finite().values), warn_above, fail_above, min_stretch_steps,
-                  catastrophic_above)
+    v = values.finite()
+    return _level(v, np.abs(v.values), warn_above, fail_above, min_stretch_steps, catastrophic_above)
 
 
 def log_ratio_off(values: Curve, *, warn_above, fail_above, min_stretch_steps,
@@ -28,12 +28,12 @@ def log_ratio_off(values: Curve, *, warn_above, fail_above, min_stretch_steps,
     with np.errstate(divide="ignore"):
         off = np.abs(np.log(np.where(v.values > 0, v.values, np.nan)))
     off = np.where(np.isfinite(off), off, math.inf)          # a ratio <= 0 is as far off as it gets
-    return _level(values, off, warn_above, fail_above, min_stretch_steps, catastrophic_above)
+    return _level(v, off, warn_above, fail_above, min_stretch_steps, catastrophic_above)
 
 
-def _level(values: Curve, level: np.ndarray, warn_above: float, fail_above: float, min_stretch_steps: float,
+def _level(v: Curve, level: np.ndarray, warn_above: float, fail_above: float, min_stretch_steps: float,
            catastrophic_above: float) -> Evidence | NotJudged | None:
-    v = values.finite()
+    """`level` per point of the finite curve `v` against the thresholds."""
     if len(level) and float(np.max(level)) > catastrophic_above:
         i = int(np.argmax(level))
         return _evidence(v, i, i, float(level[i]), fail_above, catastrophic=True, value=float(v.values[i]))

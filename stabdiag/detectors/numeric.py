@@ -111,10 +111,10 @@ def sustained_rise_over_early(values: Curve, reward: Curve | None = None, *, min
     for a, b in st.true_runs(smooth >= min_ratio * early):
         ends = b == len(v.values) - 1
         if v.steps[b] - v.steps[a] >= need or (ends and v.steps[b] - v.steps[a] >= min_stretch_steps):
-            peak = float(np.max(v.values[a:b + 1]))
+            peak, level = float(np.max(v.values[a:b + 1])), float(np.median(v.values[a:b + 1]))
             return Evidence(int(v.steps[a]), int(v.steps[b]), {
                 "signal": v.signal, "key": v.key, "early": early, "peak": peak, "peak_ratio": peak / early,
-                "level": float(np.median(v.values[a:b + 1])), "ratio": float(np.median(v.values[a:b + 1])) / early,
+                "level": level, "ratio": level / early,
                 "stretch": int(v.steps[b] - v.steps[a])})
     return None
 
@@ -137,8 +137,7 @@ def superseded_blowup(loss: Curve | None = None, grad_norm: Curve | None = None,
         bad = ~np.isfinite(sup) | (np.isfinite(kept) & (kept > 0) & (sup >= min_ratio * np.abs(kept)))
         if bad.any():
             i = int(np.argmax(bad))
-            order = np.argsort(sup_steps, kind="stable")
-            return Evidence(int(sup_steps[i]), int(sup_steps[order][-1]), {
+            return Evidence(int(sup_steps[i]), int(sup_steps.max()), {
                 "signal": curve.signal, "key": curve.key, "step": int(sup_steps[i]),
                 "value": float(sup[i]), "kind": "NaN" if math.isnan(sup[i]) else
                 ("Inf" if not math.isfinite(sup[i]) else f"{sup[i] / abs(kept[i]):.0f}x the rerun's value"),
@@ -146,7 +145,9 @@ def superseded_blowup(loss: Curve | None = None, grad_norm: Curve | None = None,
     return None
 
 
-_SYSTEM_ENDINGS = ("hardware", "oom", "collective", "killed", "exception")
+_SYSTEM_ENDINGS = {"hardware": "a GPU hardware fault", "oom": "out of memory",      # kind -> what happened
+                   "collective": "a collective / worker failure", "killed": "killed by a signal",
+                   "exception": "an exception"}
 
 
 def ended_on_nonfinite(ending=None) -> Evidence | None:
@@ -161,9 +162,8 @@ def ended_on_nonfinite(ending=None) -> Evidence | None:
 def ended_on_failure(ending=None) -> Evidence | None:
     """The job died of something other than a NaN: out of memory, a collective timeout or lost worker,
     a kill signal, an exception.  The logs stop; whatever they showed is not the whole story."""
-    if ending is None or ending.kind not in _SYSTEM_ENDINGS:
+    what = _SYSTEM_ENDINGS.get(ending.kind) if ending is not None else None
+    if what is None:
         return None
     step = ending.step if ending.step is not None else 0
-    what = {"hardware": "a GPU hardware fault", "oom": "out of memory", "collective": "a collective / worker failure",
-            "killed": "killed by a signal", "exception": "an exception"}[ending.kind]
     return Evidence(step, step, {"message": ending.message, "source": ending.source, "step": step, "what": what})

@@ -90,8 +90,7 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
             steepness = kl_ratio if what == "kl" else ent_drop
             i = int(np.argmax(np.where(mask, steepness, -np.inf)))
             start, end = float(grid[i]), float(grid[i + shift])
-            fall = _fall_step(e, start, end)
-            explained = what != "kl" and _explained(difficulty, fall, explained_zero_std_frac)
+            explained = what != "kl" and _explained(difficulty, _fall_step(e, start, end), explained_zero_std_frac)
             return Evidence(int(round(start)), int(round(end)), {
                 "moved": what, "kl_start": float(kg[i]), "kl_end": float(kg[i + shift]),
                 "kl_ratio": float(kl_ratio[i]), "entropy_start": float(eg[i]),
@@ -141,9 +140,10 @@ def collapse_below(values: Curve, *, collapse_frac, min_collapse_steps, min_coll
         # a stretch that runs to the end of the log counts once it is as long as the run allows
         if v.steps[b] - v.steps[a] >= need or (b == len(v.steps) - 1 and b - a + 1 >= 3
                                                 and v.steps[b] - v.steps[a] >= min(need, 0.5 * v.span)):
+            level = float(np.median(v.values[a:b + 1]))
             return Evidence(int(v.steps[a]), int(v.steps[b]), {
-                "signal": v.signal, "key": v.key, "initial": start, "level": float(np.median(v.values[a:b + 1])),
-                "frac": float(np.median(v.values[a:b + 1])) / start, "first_step": int(v.steps[0])})
+                "signal": v.signal, "key": v.key, "initial": start, "level": level, "frac": level / start,
+                "first_step": int(v.steps[0])})
     if len(v.steps) < MIN_CLEAN_POINTS:
         return NotJudged(f"{v.signal} has {len(v.steps)} points: no collapse in them, but "
                          f"{MIN_CLEAN_POINTS} are needed to call it clean")

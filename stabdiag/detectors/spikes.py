@@ -136,16 +136,22 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_jump_sd, ema_span_steps, is
     v = values.finite()
     if len(v.values) <= 10:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
-    span = v.points_for(ema_span_steps, 2)
-    recover = v.points_for(recover_steps, 2)
-    ema = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(np.median(v.values)))
-    noise = max(st.noise_sd(v.values), 1e-12)
-    spike = (v.values > ratio_vs_ema * ema) & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema)
+    spike, ema = _ema_spikes(v, ratio_vs_ema, min_jump_sd, ema_span_steps, min_level_of_median)
     if not spike.any():
         return None
-    idx = np.flatnonzero(spike)
-    episodes = _recovered(v.values, idx, recover, recover_ratio * ema)
+    recover = v.points_for(recover_steps, 2)
+    episodes = _recovered(v.values, np.flatnonzero(spike), recover, recover_ratio * ema)
     return _spike_evidence(v, episodes, ema, "ema", recover, isolated_max_count, isolated_window_steps)
+
+
+def _ema_spikes(v: Curve, ratio_vs_ema: float, min_jump_sd: float, ema_span_steps: float,
+                min_level_of_median: float) -> tuple[np.ndarray, np.ndarray]:
+    """Which points of a finite curve spike against the (floored) EMA of the points before them, and
+    that EMA."""
+    span = v.points_for(ema_span_steps, 2)
+    ema = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(np.median(v.values)))
+    noise = max(st.noise_sd(v.values), 1e-12)
+    return (v.values > ratio_vs_ema * ema) & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema), ema
 
 
 def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_ratio, baseline_frac,
@@ -162,10 +168,8 @@ def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_
     if len(v.values) <= 10:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed")
     if event is None:
-        spike = spike_vs_ema(v, ratio_vs_ema=ratio_vs_ema, min_jump_sd=min_jump_sd,
-                             ema_span_steps=ema_span_steps, isolated_max_count=0, isolated_window_steps=0,
-                             recover_steps=1, recover_ratio=1.0, min_level_of_median=min_level_of_median)
-        event = spike.start_step if isinstance(spike, Evidence) else None
+        spike, _ = _ema_spikes(v, ratio_vs_ema, min_jump_sd, ema_span_steps, min_level_of_median)
+        event = int(v.steps[np.argmax(spike)]) if spike.any() else None
     if event is None:
         return None
     before = v.steps < event

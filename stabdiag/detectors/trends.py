@@ -123,8 +123,7 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
     if not changes:
         return NotJudged(f"{g.signal} grew {end_level / start_level:.1f}x, but no eval has {min_flat_points:g} "
                          "points to tell whether it improved")
-    smooth = st.rolling_median(g.values, _smooth_window(len(g.values)))
-    onset = int(g.steps[np.argmax(smooth >= start_level + 0.25 * (end_level - start_level))])
+    onset = _onset(g, start_level, end_level)
     return Evidence(onset, int(g.steps[-1]), {
         "signal": g.signal, "key": g.key, "level_start": start_level, "level_end": end_level,
         "growth": end_level / start_level, "eval_changes": changes, "evals": _eval_summary(changes)})
@@ -208,8 +207,7 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac,
     if len(f.steps) < 10 or f.span < min_steps or len(r.steps) < 10:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a climb is judged over "
                          f">= {min_steps:g} steps and 10 points")
-    # a climb inside the first tenth of the run must not become the start: the first points count too
-    start = min(st.edge_level_by_steps(f.steps, f.values, edge_frac), float(np.median(f.values[:3])))
+    start = _start_level(f.steps, f.values, edge_frac)
     end = st.edge_level_by_steps(f.steps, f.values, edge_frac, end=True)
     if end < min_end_frac or end - start < min_climb:
         return None
@@ -218,13 +216,12 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac,
     if inside.sum() < 10:
         return NotJudged(f"{r.signal} has too few points beside {f.signal}")
     rv = r.values[inside]
-    r_start = min(st.edge_level_by_steps(r.steps[inside], rv, edge_frac), float(np.median(rv[:3])))
+    r_start = _start_level(r.steps[inside], rv, edge_frac)
     r_end = st.edge_level_by_steps(r.steps[inside], rv, edge_frac, end=True)
     noise = max(st.noise_sd(rv), 1e-12 * max(abs(r_start), 1.0))
     if (r_end - r_start) < min_rise_sd * noise:
         return None
-    smooth = st.rolling_median(f.values, _smooth_window(len(f.values)))
-    onset = int(f.steps[np.argmax(smooth >= start + 0.25 * (end - start))])
+    onset = _onset(f, start, end)
     return Evidence(onset, int(f.steps[-1]), {
         "signal": f.signal, "key": f.key, "frac_start": start, "frac_end": end, "reward_key": r.key,
         "reward_start": r_start, "reward_end": r_end, "reward_rise_sd": (r_end - r_start) / noise},
@@ -271,7 +268,7 @@ def growth_while_steady(growing: Curve, steady: Curve | None = None, *, min_grow
     if len(g.steps) < 10 or g.span < min_steps:
         return NotJudged(f"{g.signal} covers {g.span} steps in {len(g.steps)} points; growth is judged over "
                          f">= {min_steps:g} steps and 10 points")
-    start = min(st.edge_level_by_steps(g.steps, g.values, edge_frac), float(np.median(g.values[:3])))
+    start = _start_level(g.steps, g.values, edge_frac)
     end = st.edge_level_by_steps(g.steps, g.values, edge_frac, end=True)
     if start <= 0:
         return NotJudged(f"{g.signal} starts at {start:.3g}; growth is read as a ratio of a positive level")
@@ -289,7 +286,18 @@ def growth_while_steady(growing: Curve, steady: Curve | None = None, *, min_grow
             if positive and (s_end - s_start) / s_start > max_steady_rise:
                 return None
             loss_note = f"{s.key} {s_start:.3g} -> {s_end:.3g}"
-    smooth = st.rolling_median(g.values, _smooth_window(len(g.values)))
-    onset = int(g.steps[np.argmax(smooth >= start + 0.25 * (end - start))])
+    onset = _onset(g, start, end)
     return Evidence(onset, int(g.steps[-1]), {"signal": g.signal, "key": g.key, "level_start": start,
                                               "level_end": end, "growth": end / start, "loss": loss_note})
+
+
+def _start_level(steps: np.ndarray, values: np.ndarray, edge_frac: float) -> float:
+    """The level a climb starts from: a climb inside the first `edge_frac` of the run must not become the
+    start, so the first points count too."""
+    return min(st.edge_level_by_steps(steps, values, edge_frac), float(np.median(values[:3])))
+
+
+def _onset(curve: Curve, start: float, end: float) -> int:
+    """The step where the smoothed curve first covers a quarter of its way from `start` to `end`."""
+    smooth = st.rolling_median(curve.values, _smooth_window(len(curve.values)))
+    return int(curve.steps[np.argmax(smooth >= start + 0.25 * (end - start))])

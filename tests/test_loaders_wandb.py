@@ -9,11 +9,9 @@ import json
 import math
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import textwrap
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,9 @@ from typer.testing import CliRunner
 from stabdiag.assemble import discover, load
 from stabdiag.errors import InputError, MissingExtraError
 from stabdiag.loaders import wandb as wr
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from fuzz_records import wandb_frame as frame  # noqa: E402  (a log framed as wandb frames it)
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("wandb") is None, reason="wandb not installed")
 
@@ -163,7 +164,7 @@ def test_item_path_and_chunked_flush_give_the_same_run(runs, monkeypatch):
     fast = wr.load(str(runs["mixed_log"]))
     monkeypatch.setattr(_wandb_history.History, "chunk_items", 37)
     chunked = wr.load(str(runs["mixed_log"]))
-    monkeypatch.setattr(_wandb_history, "_join_nested", lambda *args: None)     # byte counts "fail"
+    monkeypatch.setattr(_wandb_history, "key_names", lambda *args: None)     # byte counts "fail"
     reread = wr.load(str(runs["mixed_log"]))
     monkeypatch.setattr(_wandb_history.History, "add_lite", lambda self, record, payload=None: False)
     monkeypatch.setattr(_wandb_log, "aligned_keys", lambda items: None)
@@ -309,25 +310,6 @@ def test_cli_prints_one_error_line_and_exits_2(runs, tmp_path):
 
 
 # --- hand-framed logs: cases wandb does not write on demand ---------------------------------------
-
-def frame(payloads: list[bytes], *, version: int = 0) -> bytes:
-    """A transaction log as wandb frames it (32 KiB blocks, CRC-32 of type byte + payload)."""
-    out = bytearray(b":W&B" + struct.pack("<HB", 0xBEE1, version))
-    for payload in payloads:
-        first = True
-        while True:
-            room = 32768 - len(out) % 32768
-            if room < 7:
-                out += b"\0" * room
-                continue
-            chunk, payload = payload[:room - 7], payload[room - 7:]
-            kind = (1 if not payload else 2) if first else (4 if not payload else 3)
-            out += struct.pack("<IHB", zlib.crc32(bytes([kind]) + chunk), len(chunk), kind) + chunk
-            first = False
-            if not payload:
-                break
-    return bytes(out)
-
 
 def history(step: int | None, items: dict, *, nested: bool = True, step_num: int | None = None,
             typed: dict | None = None) -> bytes:

@@ -6,7 +6,7 @@ evidence (TensorBoard's reader purges them, and they are often the spike that ca
 The per-tag sub-folders that `add_scalars` writes (runs/x/loss_train/events… holding tag `loss`)
 belong to the run above them and become keys like `loss/train`.  Nothing is downsampled.
 
-Reading is vectorized (see _tfrecord, _protowire, _events) because the usual readers take tens of
+Reading is vectorized (see _tfrecord, loaders/_protowire, _events) because the usual readers take tens of
 seconds on a file of a few million scalars; tensorboard and google-crc32c are imported only when a
 file is read.
 """
@@ -48,9 +48,11 @@ def _starts_like_event_file(path: str) -> bool:
     size = os.path.getsize(path)
     with open(path, "rb") as fh:
         head = fh.read(12)
-        if len(head) < 12 or struct.unpack_from("<Q", head)[0] > size - 16:
+        if len(head) < 12:
             return False
         length = struct.unpack_from("<Q", head)[0]
+        if length > size - 16:
+            return False
         payload = fh.read(min(length, 256))
     # every TensorBoard writer starts with an Event holding wall_time and file_version "brain.Event:N";
     # that is checked before the checksum, so that sniffing other files never loads google-crc32c

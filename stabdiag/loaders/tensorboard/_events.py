@@ -6,7 +6,7 @@ in `Summary.Value.simple_value`.  TF2 and torch's `new_style=True` put a rank-0 
 writer sends with a tag's first value and then never again, so the plugin is remembered per tag.
 Images, histograms, audio, text and hparams are counted and skipped without decoding their payloads.
 
-The hot path reads the wire format in bulk (see _protowire); tensorboard's compiled protos decode the
+The hot path reads the wire format in bulk (see loaders/_protowire); tensorboard's compiled protos decode the
 rare parts: the plugin metadata (a few distinct byte strings per file) and tensor shapes.
 """
 
@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ...errors import MissingExtraError
-from ._protowire import FieldHits, intern_bytes, last_per_message, read_fixed, read_varints, scan_fields
+from .._protowire import FieldHits, intern_bytes, last_per_message, read_fixed, read_varints, scan_fields
 
 # Field numbers of tensorboard.compat.proto's Event, Summary, Summary.Value and TensorProto; protobuf
 # never renumbers a field, and a test checks these against the compiled protos.

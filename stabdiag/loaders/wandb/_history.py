@@ -90,12 +90,6 @@ def _numbers(strings) -> tuple[np.ndarray, np.ndarray | None]:
     return values, written
 
 
-def _join_nested(regions: list[bytes]) -> list[str | None] | None:
-    """Each distinct item key as written (its key fields) joined into the key: see `key_names`.  None
-    when some cannot be read as key fields: the caller re-reads the chunk with wandb's classes."""
-    return key_names(regions)
-
-
 _NOT_TEXT = "a history row holds a key or value that is not UTF-8 text"
 _ITEM_BYTES = 40                       # about the payload bytes of one scalar item
 
@@ -188,7 +182,7 @@ class History:
         self._payloads, self._places, self._pending = [], [], 0
         batch = read_batch(payloads, HISTORY)
         regions = slices(batch.data, batch.key_start, batch.key_end).dictionary_encode()
-        names = _join_nested(regions.dictionary.to_pylist())
+        names = key_names(regions.dictionary.to_pylist())     # None: the chunk is re-read with wandb's classes
         values, bad_values = as_text(slices(batch.data, batch.value_start, batch.value_end))
         codes = numpy_of(regions.indices)
         fast = batch.ok.copy()

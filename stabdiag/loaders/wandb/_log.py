@@ -331,14 +331,14 @@ def _flatten_into(out: dict, key: str, value) -> None:
 class LogContents:
     """Everything read from one transaction log."""
 
-    def __init__(self, history: History | None = None) -> None:
-        self.history = history or History()
+    def __init__(self, decode_row=None) -> None:
+        self.notes: list[str] = []
+        self.history = History(decode_row, self.notes)
         self.summary = Summary()
         self.config = Config()
         self.step_metrics: list[tuple[str, bool, str]] = []   # (name or glob, is_glob, step key)
         self.run: dict = {}
         self.exit_code: int | None = None
-        self.notes: list[str] = []
 
 
 _PROGRESS_STEP = 1 << 20          # bytes of log between updates of the progress bar
@@ -353,14 +353,13 @@ def read_log(path: str, progress: bool = False, label: str = "") -> LogContents:
     lite = lite_record_class()
     data = _map_read_only(path)
     check_header(data, path)
-    out = LogContents()
 
     def decode_row(payload):
         lite.FromString(payload)        # a row the lite view refuses is skipped as undecodable, as before
         return pb.Record.FromString(payload).history
 
-    out.history = history = History(decode_row, out.notes)
-    summary = out.summary
+    out = LogContents(decode_row)
+    history, summary = out.history, out.summary
     with ByteProgress(progress, len(data), label or os.path.basename(path)) as bar:
         next_update = _PROGRESS_STEP
         for offset, payload in iter_records(data, out.notes):

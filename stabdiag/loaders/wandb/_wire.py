@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._protowire import read_varints
+
 PAD = 16                     # zero bytes after the data: reading a few bytes past a message stays in the buffer
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _FAR = np.iinfo(np.int64).max // 2
@@ -40,23 +42,11 @@ class Listed(NamedTuple):
 
 
 def varints(buf: np.ndarray, pos: np.ndarray, longest: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """The varint at each position: (value as uint64 bits in int64, its length in bytes; 0 when
-    longer than `longest`)."""
-    first = buf[pos]
-    value = (first & 0x7F).astype(np.uint64)
-    size = np.ones(len(pos), dtype=np.int64)
-    going = np.flatnonzero(first >= 0x80)
-    shift = 7
-    for k in range(1, longest):
-        if not len(going):
-            break
-        byte = buf[pos[going] + k]
-        value[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
-        size[going] += 1
-        going = going[byte >= 0x80]
-        shift += 7
-    size[going] = 0
-    return value.view(np.int64), size
+    """The varint at each position: (value as uint64 bits in int64, its length in bytes; 0 when it
+    cannot be read or is longer than `longest`)."""
+    value, after, ok = read_varints(buf, pos)
+    size = after - pos
+    return value.view(np.int64), np.where(ok & (size <= longest), size, 0)
 
 
 def walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,

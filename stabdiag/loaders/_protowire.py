@@ -4,7 +4,8 @@ Decoding millions of tiny messages one by one costs about a microsecond each eve
 upb protos, so a TensorBoard log of 2M scalars would take seconds.  The messages of an event file all
 have a handful of fields, so they are walked in lockstep instead: pass k reads the k-th field of every
 message that still has one, with a few numpy operations over all of those messages at once.  A
-message whose bytes do not follow the wire format is marked malformed and not decoded further.
+message whose bytes do not follow the wire format is marked malformed and not decoded further.  The
+TensorBoard reader walks events with it; the W&B reader (wandb/_wire) reads its varints here.
 """
 
 from __future__ import annotations

@@ -24,8 +24,10 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd
                      shared_units: bool = False) -> Evidence | NotJudged | None:
     """`rising` climbs clearly to its peak while the `flat` curves do not follow it.
 
-    The rise is measured in the rising curve's own noise sds.  Each flat curve (an eval) is regressed on
-    the rising curve's level at the eval's own steps, that level scaled 0 (start) to 1 (peak): the slope
+    The rise is measured in the rising curve's own noise sds, up to the level the curve holds at its top
+    (the median of its points from where the smoothed curve first comes within 20% of the peak to where it
+    last is), so that it does not drift with the number of points logged.  Each flat curve (an eval) is
+    regressed on the rising curve's level at the eval's own steps, that level scaled 0 (start) to 1 (top): the slope
     is the eval's change over the whole rise, read against the eval's own level.  It tracks the rise if
     that change is above `max_flat_gain_rel` of its level and `flat_se` standard errors clear of 0 (then
     nothing fires); it is flat if it is below and, `flat_se` standard errors higher, still under
@@ -40,13 +42,19 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd
     smooth = st.rolling_median(r.values, _smooth_window(len(r.values)))
     start_level = st.edge_level_by_steps(r.steps, r.values, edge_frac)
     peak = int(np.argmax(smooth))
-    rise = float(smooth[peak] - start_level)
+    if smooth[peak] <= start_level:
+        return None
+    top = start_level + 0.8 * float(smooth[peak] - start_level)
+    high = np.flatnonzero(smooth[peak:] >= top)
+    last = peak + int(high[-1]) if len(high) else peak
+    # the level the curve holds at its top, not the smoothed maximum: a maximum of a running median is
+    # biased up by noise, and by how much depends on how many points were logged
+    rise = float(np.median(r.values[int(np.argmax(smooth >= top)):last + 1])) - start_level
     if rise <= 0:
         return None
-    high = np.flatnonzero(smooth[peak:] >= start_level + 0.8 * rise)
-    last = peak + int(high[-1]) if len(high) else peak
-    # the noise of the rise and its plateau: a reward stuck at 0 after a collapse has no noise at all
-    noise = max(st.noise_sd(r.values[:last + 1]), 1e-12 * max(abs(start_level), 1.0))
+    # the noise of the rise and its plateau (a reward stuck at 0 after a collapse has no noise at all), over
+    # at least 50 points where the run has them: the MAD of 15 differences can miss the noise 3-fold
+    noise = max(st.noise_sd(r.values[:max(last + 1, 50)]), 1e-12 * max(abs(start_level), 1.0))
     if rise < min_rise_sd * noise or r.steps[peak] - r.steps[0] < min_steps:
         return None
     window = (float(r.steps[0]), float(r.steps[last]))
@@ -67,7 +75,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd
                          "independent check could be read against it: " + "; ".join(unread))
     onset = int(r.steps[np.argmax(smooth >= start_level + 0.25 * rise)])
     return Evidence(onset, int(r.steps[peak]), {
-        "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": float(smooth[peak]),
+        "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": start_level + rise,
         "rise": rise, "rise_sd": rise / noise, "eval_changes": changes, "evals": _eval_summary(changes)})
 
 

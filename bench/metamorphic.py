@@ -20,7 +20,10 @@ parameters) and compares the verdict and the root layer:
     python bench/metamorphic.py --scale 0.3 -j 2   # a smaller corpus, two worker processes
 
 Prints per transform: runs compared, % keeping their verdict, % keeping their root layer; exits 1 when
-any transform keeps either below 98%.
+any transform keeps either below 98%.  Under "log every k" a run whose changed diagnosis rests on a
+one-point finding (a spike) at a step the thinning dropped is counted apart, as "point lost": no
+detector can see a value that was never logged.  The raw figure, counting those as changed, is printed
+beside it.
 """
 
 from __future__ import annotations
@@ -168,36 +171,50 @@ def apply(t: Transform, obj):
 
 # --- diagnosing -------------------------------------------------------------------------------------
 
-def diagnose_folder(folder: Path) -> tuple[str, int | None]:
+def diagnose_folder(folder: Path) -> tuple[tuple[str, int | None], set[tuple[str, int, int]]]:
+    """(verdict, root layer), and the findings as (rule, first step, last step)."""
     import stabdiag
 
     runs = stabdiag.load(str(folder))
     if len(runs) != 1:
-        return f"error: {len(runs)} runs", None
+        return (f"error: {len(runs)} runs", None), set()
     d = stabdiag.diagnose(runs[0])
-    return d.verdict, d.root_layer
+    return (d.verdict, d.root_layer), {(f.rule, f.start_step, f.end_step) for f in d.findings}
+
+
+def _point_lost(before: set[tuple[str, int, int]], after: set[tuple[str, int, int]], kept: np.ndarray) -> bool:
+    """The only change is that findings resting on one logged point are gone, each at a step the thinning
+    dropped: nothing new fired, nothing else went."""
+    rules_after = {rule for rule, _, _ in after}
+    gone = [(step, end) for rule, step, end in before if rule not in rules_after]
+    new = {rule for rule, _, _ in after} - {rule for rule, _, _ in before}
+    return bool(gone) and not new and all(step == end and step not in kept for step, end in gone)
 
 
 def check_run(part: str, name: str, family: str, index: int, transforms: tuple[Transform, ...]) -> dict:
     """Diagnose one run as generated and after each transform that applies to it."""
     obj, label, extra = build(part, name, family, index)
-    out: dict = {"name": name, "family": family, "base": None, "after": {}}
+    out: dict = {"name": name, "family": family, "base": None, "after": {}, "point_lost": []}
+    points: set[tuple[str, int, int]] = set()
     with tempfile.TemporaryDirectory(prefix="stabdiag-meta-") as tmp:
         base = Path(tmp) / "base" / name
         write(part, base, obj, extra)
         try:
-            out["base"] = diagnose_folder(base)
+            out["base"], points = diagnose_folder(base)
         except Exception as exc:                   # noqa: BLE001 - a crash is a finding, not a stop
             out["base"] = (f"error: {type(exc).__name__}: {exc}"[:200], None)
         for i, t in enumerate(transforms):
             if not applies(part, t, obj, label, extra):
                 continue
             folder = Path(tmp) / f"t{i}" / name
-            write(part, folder, apply(t, obj), extra)
+            changed = apply(t, obj)
+            write(part, folder, changed, extra)
             try:
-                out["after"][t.name] = diagnose_folder(folder)
+                out["after"][t.name], after_points = diagnose_folder(folder)
             except Exception as exc:               # noqa: BLE001
-                out["after"][t.name] = (f"error: {type(exc).__name__}: {exc}"[:200], None)
+                out["after"][t.name], after_points = (f"error: {type(exc).__name__}: {exc}"[:200], None), set()
+            if t.kind == "thin" and _point_lost(points, after_points, changed.steps):
+                out["point_lost"].append(t.name)
     return out
 
 
@@ -218,26 +235,35 @@ def summarize(results: list[dict], transforms=TRANSFORMS) -> list[dict]:
     """Per transform: runs compared, verdicts and roots kept, and the runs that changed."""
     rows = []
     for t in transforms:
-        pairs = [(r, r["after"][t.name]) for r in results
+        pairs = [(r, tuple(r["after"][t.name])) for r in results
                  if t.name in r["after"] and not str(r["base"][0]).startswith("error")]
-        changed = [(r["name"], r["base"], after) for r, after in pairs if after != r["base"]]
-        n = len(pairs)
-        v_kept = sum(after[0] == r["base"][0] for r, after in pairs)
-        r_kept = sum(after[1] == r["base"][1] and not str(after[0]).startswith("error") for r, after in pairs)
+        lost = [r["name"] for r, after in pairs if after != tuple(r["base"]) and t.name in r.get("point_lost", ())]
+        changed = [(r["name"], r["base"], after) for r, after in pairs
+                   if after != tuple(r["base"]) and r["name"] not in lost]
+        raw_n, n = len(pairs), len(pairs) - len(lost)
+        v_kept = sum(after[0] == r["base"][0] for r, after in pairs if r["name"] not in lost)
+        r_kept = sum(after[1] == r["base"][1] and not str(after[0]).startswith("error")
+                     for r, after in pairs if r["name"] not in lost)
+        raw_root = (r_kept / raw_n) if raw_n else 1.0
         rows.append({"transform": t.name, "compared": n, "verdict_kept": v_kept / n if n else 1.0,
-                     "root_kept": r_kept / n if n else 1.0, "changed": changed})
+                     "root_kept": r_kept / n if n else 1.0, "changed": changed, "point_lost": lost,
+                     "raw_verdict_kept": v_kept / raw_n if raw_n else 1.0, "raw_root_kept": raw_root})
     return rows
 
 
 def report(part: str, rows: list[dict], verbose: bool) -> list[str]:
-    lines = [f"{part}: {'transform':<18}{'runs':>6}{'verdict kept':>14}{'root kept':>11}"]
+    lines = [f"{part}: {'transform':<18}{'runs':>6}{'verdict kept':>14}{'root kept':>11}{'point lost':>12}"
+             f"{'raw verdict/root':>19}"]
     for row in rows:
         mark = "" if min(row["verdict_kept"], row["root_kept"]) >= TARGET_KEPT else "   < 98%"
+        raw = f"{row['raw_verdict_kept']:.1%} / {row['raw_root_kept']:.1%}" if row["point_lost"] else ""
         lines.append(f"{'':>{len(part) + 2}}{row['transform']:<18}{row['compared']:>6}"
-                     f"{row['verdict_kept']:>14.1%}{row['root_kept']:>11.1%}{mark}")
+                     f"{row['verdict_kept']:>14.1%}{row['root_kept']:>11.1%}{len(row['point_lost']):>12}"
+                     f"{raw:>19}{mark}")
         if verbose:
             for name, (v0, r0), (v1, r1) in row["changed"]:
                 lines.append(f"{'':>{len(part) + 6}}{name:<34} {v0} root {r0}  ->  {v1} root {r1}")
+            lines.extend(f"{'':>{len(part) + 6}}{name:<34} point lost" for name in row["point_lost"])
     return lines
 
 

@@ -10,9 +10,10 @@ and root layer, and the rules that must and must not fire.
 
 Besides the original families (all GRPO, steps 1..n, rewards and evals on 0-1) the corpus holds newer
 shapes - SFT/pretraining runs (loss, grad norm, LR, eval loss only), a run resumed at step 50,000, rewards
-on a +-1 or reward-model scale with evals in percent, sparse evals - and the newly reported failure
-patterns, each with a quiet near miss: instant policy collapse, frozen updates, a high KL level, SFT
-divergence without NaN, diverging reward components, a length loophole under a cap, a transient Inf
+on a +-1 or reward-model scale with evals in percent, sparse evals, and the ways real logs are sampled (a 0/1
+reward averaged over a batch, logging_steps=k averaged as TRL logs it, outlier batches, uneven gaps) - and the
+newly reported failure patterns, each with a quiet near miss: instant policy collapse, frozen updates, a high
+KL level, SFT divergence without NaN, diverging reward components, a length loophole under a cap, a transient Inf
 beside a reward hack, a rolled-back blow-up, and a layer-4 mismatch seen on two logged steps.  A label's
 `not_judged` names the rules that must come out "not judged" (too little data, a missing signal), and
 the verdict may be `unknown` (no layer could be judged): the "not-judged" families (a 45-step run, an
@@ -1303,6 +1304,71 @@ def family_healthy_sparse_evals(rng, i):
     return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), {"eval_points": k}
 
 
+
+# --- how real logs are sampled: batch rewards, averaged logging, outlier batches, irregular steps ---------
+
+HEALTHY = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+
+
+def _batch_mean(rng, p: np.ndarray, size: int) -> np.ndarray:
+    """The mean of `size` 0/1 rewards with success probability p: what a GRPO step logs for a correctness
+    reward (TRL: per_device_batch x num_generations completions), on a grid of 1/size."""
+    return rng.binomial(size, np.clip(p, 0.0, 1.0)) / size
+
+
+def family_healthy_batch_reward(rng, i):
+    """A 0/1 correctness reward averaged over a batch of 32-512 completions, and evals that are pass rates
+    on 100-1,319 items: binomial noise, quantised values (a small batch logs multiples of 1/32)."""
+    c = healthy(rng, _choose_n(rng, 300, 5000))
+    size = int(rng.choice([32, 64, 128, 256, 512]))
+    c.sig["reward"] = _batch_mean(rng, c.sig["reward"], size)
+    items = int(rng.choice([100, 500, 1319]))
+    c.evals = {k: (s, _batch_mean(rng, v, items)) for k, (s, v) in c.evals.items()}
+    return c, HEALTHY, {"batch": size, "eval_items": items}
+
+
+def f_reward_hack_batch(rng, i):
+    """A reward hack logged as a batch mean of 0/1 rewards (256-1,024 completions: the batch noise stays
+    under the injected noise, so the hack is as strong as its level says)."""
+    c, lab, info = f_reward_hack(rng, i)
+    size = int(rng.choice([256, 512, 1024]))
+    c.sig["reward"] = np.round(np.clip(c.sig["reward"], 0.0, 1.0) * size) / size
+    return c, lab, {**info, "batch": size}
+
+
+def family_healthy_averaged_logging(rng, i):
+    """logging_steps = k as TRL and the HF Trainer do it: reward, KL, entropy, length and loss are the mean
+    of the k steps since the last log, grad norm and learning rate the last step's value."""
+    c = healthy(rng, _choose_n(rng, 1000, 8000))
+    k = int(rng.choice([4, 5, 10, 20, 25]))
+    m = c.n // k * k
+    last = {"grad_norm", "lr"}
+    c.sig = {name: (v[k - 1:m:k] if name in last else v[:m].reshape(-1, k).mean(axis=1)) for name, v in c.sig.items()}
+    c.steps = c.steps[k - 1:m:k]
+    c.evals = {name: (s[s <= c.steps[-1]], v[s <= c.steps[-1]]) for name, (s, v) in c.evals.items()}
+    return c, HEALTHY, {"averaged_every": k}
+
+
+def family_healthy_outlier_batches(rng, i):
+    """A reward model that misjudges a batch now and then: 2-5% of steps carry 4-8x the batch noise."""
+    c = healthy(rng, _choose_n(rng, 300, 5000))
+    hit = rng.random(c.n) < rng.uniform(0.02, 0.05)
+    sd = float(np.std(np.diff(c.sig["reward"]))) / math.sqrt(2)
+    c.sig["reward"] = c.sig["reward"] + np.where(hit, rng.normal(0, rng.uniform(4, 8) * sd, c.n), 0.0)
+    return c, HEALTHY, {"outlier_steps": int(hit.sum())}
+
+
+def family_healthy_irregular(rng, i):
+    """Steps logged at uneven gaps (1-8 steps; a time-based logger, dropped writes)."""
+    c = healthy(rng, _choose_n(rng, 600, 8000))
+    idx = np.cumsum(rng.integers(1, 9, c.n)) - 1
+    idx = idx[idx < c.n]
+    c.steps = c.steps[idx]
+    c.sig = {name: v[idx] for name, v in c.sig.items()}
+    c.evals = {name: (s[s <= c.steps[-1]], v[s <= c.steps[-1]]) for name, (s, v) in c.evals.items()}
+    return c, HEALTHY, {"logged_points": len(idx)}
+
+
 def _moe(rng, c: Curves, imbalance_end: float) -> None:
     """MoE router statistics beside a healthy run: a max load violation drifting from ~0.3 toward
     `imbalance_end`, and (healthy) no dead experts."""
@@ -1421,6 +1487,11 @@ FAMILIES: dict[str, tuple] = {
     "healthy-scaled": (family_healthy_scaled, 8),
     "healthy-sparse-evals": (family_healthy_sparse_evals, 6),
     "reward-hack-scaled": (f_reward_hack_scaled, 6),
+    "healthy-batch-reward": (family_healthy_batch_reward, 10),
+    "reward-hack-batch": (f_reward_hack_batch, 6),
+    "healthy-averaged-logging": (family_healthy_averaged_logging, 10),
+    "healthy-outlier-batches": (family_healthy_outlier_batches, 8),
+    "healthy-irregular": (family_healthy_irregular, 8),
     # newly reported failure patterns, each with its quiet near miss
     "instant-collapse": (f_instant_collapse, 8),
     "near-instant-collapse": (_quiet(nm_instant_collapse), 5),
@@ -1640,8 +1711,14 @@ POINT_EVENT_FAMILIES = ("healthy-absorbed-spike", "near-loss-spike", "near-loss-
                         "l4-few-points", "crash-after-2-steps", "short-reward-rise", "eval-3-points")
 
 
+# families that set their own logging (averaged every k steps, uneven gaps): never subsampled again
+OWN_LOGGING_FAMILIES = ("healthy-averaged-logging", "healthy-irregular")
+
+
 def _logging_interval(rng, c: Curves, family: str, lab: dict) -> int:
     """TRL's logging_steps: most runs log every step, some every 5 or 10 (a divisor of the eval interval)."""
+    if family in OWN_LOGGING_FAMILIES:
+        return 1
     if not (lab.get("kind") in ("healthy", "near-miss") or family in TREND_FAMILIES) \
             or family in ("healthy-absorbed-spike", "near-loss-spike", "near-loss-spike-zero", "near-grad-spike") \
             or family in POINT_EVENT_FAMILIES or c.n < 200 or rng.random() > 0.3:

@@ -17,7 +17,8 @@ parameters) and compares the verdict and the root layer:
   mean of every k  with --averaged: every k-th step logged as the mean of the k steps since the last log,
                    grad norm and learning rate as the last step's (TRL's logging_steps = k); measured,
                    not a target: the reward's noise per logged point is sqrt(k) smaller, so a small rise
-                   of the reward counts as a rise (README, known limits)
+                   of the reward counts as a rise (stabdiag rules explain
+                   L1.reward-eval-divergence, known limits)
 
     python bench/metamorphic.py                    # both parts, all transforms
     python bench/metamorphic.py --part tuning -v   # one part, list the runs whose diagnosis changed
@@ -292,7 +293,7 @@ def main(argv=None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="list the runs whose diagnosis changed")
     ap.add_argument("--averaged", action="store_true",
                     help="also log every 5th / 10th step as the mean of the steps since the last log (TRL's "
-                         "logging_steps); measured, not part of the target (README: known limits)")
+                         "logging_steps); measured, not part of the target (L1.reward-eval-divergence's known limits)")
     args = ap.parse_args(argv)
     transforms = TRANSFORMS + (AVERAGED if args.averaged else ())
     ok = True

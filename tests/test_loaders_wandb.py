@@ -666,3 +666,23 @@ def test_unwritable_cache_still_gives_the_run(fake_api, monkeypatch, tmp_path):
     monkeypatch.setenv("STABDIAG_CACHE_DIR", str(blocker))
     run = wr.load_uri("wandb://ent/proj/r1")
     assert len(run.series["loss"]) == 100 and "cache" not in run.meta
+
+
+def test_a_row_whose_own_step_is_out_of_range_is_counted_on_both_reading_paths(tmp_path, monkeypatch):
+    """A history record without a `_step` item whose own step number is past 2**53 lands at step 0 with a
+    note on the item-by-item path; the batch path put it there silently, over step 0's real value."""
+    from stabdiag.loaders.wandb import _history as _wandb_history
+    from stabdiag.loaders.wandb import _log as _wandb_log
+
+    rows = [history(None, {"loss": 1.0 + s}, nested=False, step_num=s) for s in range(5)]
+    rows.append(history(None, {"loss": 9.0}, nested=False, step_num=1 << 60))     # no _step, own step too big
+    rows.append(history(7, {"loss": 8.0}, nested=False, step_num=1 << 60))        # a `_step` item places it
+    path = tmp_path / "run-far.wandb"
+    path.write_bytes(frame(rows))
+    fast = wr.load(str(path))
+    monkeypatch.setattr(_wandb_history.History, "add_lite", lambda self, record, payload=None: False)
+    monkeypatch.setattr(_wandb_log, "aligned_keys", lambda items: None)
+    slow = wr.load(str(path))
+    for run in (fast, slow):
+        assert run.series["loss"].steps.tolist() == [0, 1, 2, 3, 4, 7]
+        assert [n for n in run.notes if "1 history row(s) with a _step" in n], run.notes

@@ -139,7 +139,7 @@ def _run_from_log(path: str, log: LogContents, name: str, step_col: str | None) 
         notes.append(f"{path}: the run logged no history rows")
     if history.bad_steps:
         notes.append(f"{path}: {history.bad_steps} history row(s) with a _step that is not {STEP_RANGE}: "
-                     "read at the record's own step")
+                     "read at the record's own step, or at step 0 where that is out of range too")
     notes = [n if n.startswith(path) else f"{path}: {n}" for n in notes]
     return Run(name, series, (path,), meta, tuple(notes))
 

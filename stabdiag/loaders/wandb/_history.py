@@ -110,6 +110,7 @@ class History:
         self._payloads: list = []
         self._places: list[tuple[int, int]] = []   # per payload: its byte offset, and len(notes) then
         self._pending = 0
+        self._unplaced: set[int] = set()        # rows at step 0 (own step out of range) until a `_step` places them
 
     def add_lite(self, payload, offset: int = 0) -> bool:
         """Buffer a history record's payload for the batch reader (the lite path); True: taken.
@@ -215,6 +216,7 @@ class History:
         row_of = len(self.row_steps) + np.cumsum(kept) - 1
         in_range = in_step_range(batch.step)
         self.row_steps.extend(np.where(in_range, batch.step, 0)[kept].tolist())   # a `_step` item replaces it
+        self._unplaced = set(row_of[np.flatnonzero(fast & ~in_range)].tolist())
         self.row_walls.extend([math.nan] * int(np.count_nonzero(kept)))
         for i, record in decoded.items():
             self.add(record, row=int(row_of[i]))
@@ -225,6 +227,7 @@ class History:
             taken = np.flatnonzero(item_fast)
             codes, values, item_record = codes[taken], values.take(int64s(taken)), item_record[taken]
         self._fold(row_of[item_record], codes, names, values)
+        self.bad_steps += len(self._unplaced)          # counted as _own_step counts a decoded row's
 
     def _fold(self, rows: np.ndarray, codes: np.ndarray, names: list, values) -> None:
         """Append a chunk's points to the columns: each item's row, key code, the keys, JSON values."""
@@ -284,6 +287,7 @@ class History:
         if name == "_step":
             ok = ~off_step_range(numbers)
             self.bad_steps += int(np.count_nonzero(~ok & ~np.isnan(numbers)))
+            self._unplaced.difference_update(rows[ok].tolist())
             target = self.row_steps
             for row, step in zip(rows[ok].tolist(), numbers[ok].astype(np.int64).tolist()):
                 target[row] = step

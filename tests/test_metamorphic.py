@@ -70,3 +70,22 @@ def test_diagnosis_is_invariant(outcomes, part, name):
     changed = {t: after for t, after in out["after"].items() if after != base}
     assert not changed, (f"{part}/{name} ({out['family']}): verdict/root {base[0]}/{base[1]} changed under "
                          + "; ".join(f"{t} -> {v}/{r}" for t, (v, r) in changed.items()))
+
+
+def test_the_averaged_transform_logs_the_mean_of_k_steps_and_the_last_grad_norm():
+    run = metamorphic.scenarios.Curves(steps=np.arange(1, 12), evals={},
+                                       sig={"reward": np.arange(11.0), "grad_norm": 2 * np.arange(11.0)})
+    out = metamorphic.apply(metamorphic.Transform("mean of every 5", "mean", k=5), run)
+    assert out.steps.tolist() == [5, 10]                   # the unfinished interval is not logged
+    assert out.sig["reward"].tolist() == [2.0, 7.0]
+    assert out.sig["grad_norm"].tolist() == [8.0, 18.0]
+    assert run.sig["reward"].tolist() == list(range(11))   # a copy: the run as generated is untouched
+
+
+def test_a_change_is_point_lost_only_when_all_that_went_is_a_one_point_finding_at_a_dropped_step():
+    kept = np.array([5, 10, 15])
+    spike = ("L3.grad-norm-spike", 7, 7)
+    assert metamorphic._point_lost({spike}, set(), kept)
+    assert not metamorphic._point_lost({spike}, {("L2.policy-moving-fast", 3, 9)}, kept)   # something new fired
+    assert not metamorphic._point_lost({("L3.grad-norm-spike", 10, 10)}, set(), kept)     # its step was logged
+    assert not metamorphic._point_lost({("L1.reward-eval-divergence", 3, 40)}, set(), kept)  # a trend went

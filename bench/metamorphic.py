@@ -203,7 +203,7 @@ def _point_lost(before: set[tuple[str, int, int]], after: set[tuple[str, int, in
     dropped: nothing new fired, nothing else went."""
     rules_after = {rule for rule, _, _ in after}
     gone = [(step, end) for rule, step, end in before if rule not in rules_after]
-    new = {rule for rule, _, _ in after} - {rule for rule, _, _ in before}
+    new = rules_after - {rule for rule, _, _ in before}
     return bool(gone) and not new and all(step == end and step not in kept for step, end in gone)
 
 
@@ -260,10 +260,10 @@ def summarize(results: list[dict], transforms=TRANSFORMS) -> list[dict]:
         v_kept = sum(after[0] == r["base"][0] for r, after in pairs if r["name"] not in lost)
         r_kept = sum(after[1] == r["base"][1] and not str(after[0]).startswith("error")
                      for r, after in pairs if r["name"] not in lost)
-        raw_root = (r_kept / raw_n) if raw_n else 1.0
         rows.append({"transform": t.name, "compared": n, "verdict_kept": v_kept / n if n else 1.0,
                      "root_kept": r_kept / n if n else 1.0, "changed": changed, "point_lost": lost,
-                     "raw_verdict_kept": v_kept / raw_n if raw_n else 1.0, "raw_root_kept": raw_root})
+                     "raw_verdict_kept": v_kept / raw_n if raw_n else 1.0,
+                     "raw_root_kept": r_kept / raw_n if raw_n else 1.0})
     return rows
 
 

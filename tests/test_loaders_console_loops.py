@@ -388,3 +388,17 @@ def test_a_line_that_names_a_metric_without_a_number_is_skipped_and_counted(tmp_
     assert list(run.series["loss"].steps) == [0, 10, 20, 30]
     assert any("1 line(s) with a step and a metric name but no readable value" in n and "line 5" in n
                for n in run.notes)
+
+
+def test_a_loop_console_is_parsed_once_from_sniff_to_read(tmp_path, monkeypatch):
+    """Finding the reader sniffs the file's head (here the whole file) before the reader reads it: the
+    lines are parsed once, and the parse is not kept after the read."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"Step {i}/40 | loss: {2 - i / 40:.3f} | reward: {i / 40:.3f}\n" for i in range(1, 41)))
+    parsed = []
+    real_pairs = loop._pairs
+    monkeypatch.setattr(loop, "_pairs", lambda text: parsed.append(text) or real_pairs(text))
+    run = stabdiag.load(str(path))[0]
+    assert run.series["loss"].steps.tolist() == list(range(1, 41))
+    assert len(parsed) == 40
+    assert loop._parse.cache_info().currsize == 0

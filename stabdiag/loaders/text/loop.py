@@ -30,6 +30,7 @@ find them, which the printed spelling would not; the printed names are kept in
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import Counter
@@ -209,9 +210,11 @@ def _snake(name: str) -> str:
     return re.sub(r"[\s\-]+", "_", name.strip()).lower()
 
 
+@functools.lru_cache(maxsize=1)
 def _parse(text: str) -> tuple[list[_Line], list[int]]:
     """Every line with readable pairs, and the numbers of lines that had a step counter and named a
-    metric but gave no readable metric value."""
+    metric but gave no readable metric value.  Kept for the next call: a file is sniffed (its head, often
+    the whole file) before it is read, and the result is never changed by its users."""
     lines, unreadable = [], []
     for number, segment in _console.segments(text):
         if len(segment) > _MAX_LINE or not any(c.isdigit() for c in segment):
@@ -358,6 +361,7 @@ def read(path: str, text: str) -> Run:
     renamed = {k: v for k, v in printed.items() if k != v}
     meta = {"step_axis": axis, "printed_keys": renamed} if renamed else {"step_axis": axis}
     notes = _notes(path, text, chosen, unreadable, axis, how, renamed, sorted(set(uses) - keep))
+    _parse.cache_clear()                      # a whole log's parsed lines are large: not kept past its read
     return points.to_run(path, framework=None, fmt=FORMAT, notes=notes, meta=meta)
 
 

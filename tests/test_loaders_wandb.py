@@ -158,13 +158,14 @@ def test_step_col_option_picks_the_axis(runs):
 
 def test_item_path_and_chunked_flush_give_the_same_run(runs, monkeypatch):
     """The vectorized reading (chunked, with nested rows) equals wandb's classes item by item."""
+    from stabdiag.loaders.wandb import _batch as _wandb_batch
     from stabdiag.loaders.wandb import _history as _wandb_history
     from stabdiag.loaders.wandb import _log as _wandb_log
 
     fast = wr.load(str(runs["mixed_log"]))
     monkeypatch.setattr(_wandb_history.History, "chunk_items", 37)
     chunked = wr.load(str(runs["mixed_log"]))
-    monkeypatch.setattr(_wandb_history, "key_names", lambda *args: None)     # byte counts "fail"
+    monkeypatch.setattr(_wandb_batch, "key_names", lambda *args: None)       # byte counts "fail"
     reread = wr.load(str(runs["mixed_log"]))
     monkeypatch.setattr(_wandb_history.History, "add_lite", lambda self, record, payload=None: False)
     monkeypatch.setattr(_wandb_log, "aligned_keys", lambda items: None)

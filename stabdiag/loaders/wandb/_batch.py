@@ -121,6 +121,17 @@ def key_names(regions: list[bytes]) -> list[str | None] | None:
     return names
 
 
+def item_keys(batch: Batch) -> tuple[list[str | None] | None, np.ndarray, np.ndarray]:
+    """Each item's key: the distinct names (None: some region is not key fields, and the chunk must be read
+    with wandb's classes; a None entry: a key whose text is not UTF-8), each item's code into them, and
+    which items carry a key that has no name."""
+    regions = slices(batch.data, batch.key_start, batch.key_end).dictionary_encode()
+    names = key_names(regions.dictionary.to_pylist())
+    codes = numpy_of(regions.indices)
+    unnamed = [i for i, name in enumerate(names or ()) if name is None]
+    return names, codes, np.isin(codes, unnamed)
+
+
 def int64s(numbers: np.ndarray):
     """An Arrow int64 array over a numpy array's buffer.  `pa.array(ndarray)` would first ask
     whether the object is a pandas Series, which imports pandas (about 0.1 s, once per process)."""

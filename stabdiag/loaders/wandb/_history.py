@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ...run import STEP_MAX, STEP_MIN, exact_step, in_step_range, off_step_range
-from ._batch import HISTORY, as_text, int64s, key_names, numpy_of, read_batch, slices
+from ._batch import HISTORY, as_text, int64s, item_keys, numpy_of, read_batch, slices
 
 _INTERNAL = frozenset(("_step", "_timestamp", "_runtime"))
 
@@ -182,17 +182,14 @@ class History:
         payloads, places = self._payloads, self._places
         self._payloads, self._places, self._pending = [], [], 0
         batch = read_batch(payloads, HISTORY)
-        regions = slices(batch.data, batch.key_start, batch.key_end).dictionary_encode()
-        names = key_names(regions.dictionary.to_pylist())     # None: the chunk is re-read with wandb's classes
+        names, codes, bad_items = item_keys(batch)
         values, bad_values = as_text(slices(batch.data, batch.value_start, batch.value_end))
-        codes = numpy_of(regions.indices)
         fast = batch.ok.copy()
         not_text = np.zeros(len(payloads), dtype=bool)
         if names is None:                              # keys this reader cannot name: all item by item
             fast[:] = False
             names = []
         else:
-            bad_items = np.isin(codes, [i for i, n in enumerate(names) if n is None])
             if bad_values is not None:
                 bad_items |= bad_values
             not_text[batch.item_record[bad_items]] = True

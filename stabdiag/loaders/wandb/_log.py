@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import InputError, MissingExtraError
 from .._progress import ByteProgress
-from ._batch import SUMMARY, as_text, int64s, key_names, numpy_of, read_batch, slices
+from ._batch import SUMMARY, as_text, int64s, item_keys, read_batch, slices
 from ._history import History, NotText, join_key
 from ._lite import aligned_keys, lite_record_class
 from ._records import HEADER_LEN, check_header, iter_records
@@ -250,14 +250,10 @@ def _newest_items(payloads: list, settled: set[str]) -> tuple[np.ndarray, dict[i
     in_bulk = batch.ok.copy()
     if not len(batch.item_record):
         return in_bulk, {}
-    regions = slices(batch.data, batch.key_start, batch.key_end).dictionary_encode()
-    names = key_names(regions.dictionary.to_pylist())
+    names, codes, unnamed = item_keys(batch)
     if names is None:
         return np.zeros(len(payloads), dtype=bool), {}
-    codes = numpy_of(regions.indices)
-    unnamed = [i for i, name in enumerate(names) if name is None]
-    if unnamed:
-        in_bulk[batch.item_record[np.isin(codes, unnamed)]] = False
+    in_bulk[batch.item_record[unnamed]] = False
     wanted = np.array([name is not None and name not in settled for name in names], dtype=bool)
     while True:
         taken = np.flatnonzero(in_bulk[batch.item_record] & wanted[codes])

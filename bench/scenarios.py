@@ -1346,6 +1346,7 @@ def family_healthy_averaged_logging(rng, i):
     c.sig = {name: (v[k - 1:m:k] if name in last else v[:m].reshape(-1, k).mean(axis=1)) for name, v in c.sig.items()}
     c.steps = c.steps[k - 1:m:k]
     c.evals = {name: (s[s <= c.steps[-1]], v[s <= c.steps[-1]]) for name, (s, v) in c.evals.items()}
+    c.info["framework"] = "trl"                  # written as TRL writes it
     return c, HEALTHY, {"averaged_every": k}
 
 
@@ -1728,6 +1729,16 @@ def _logging_interval(rng, c: Curves, family: str, lab: dict) -> int:
     return int(rng.choice(ok)) if ok else 1
 
 
+def _average(c: Curves, every: int) -> None:
+    """TRL's logging_steps: each logged value is the mean of the steps since the last log (the loss too,
+    by the HF Trainer); grad norm and learning rate are the last step's."""
+    n = c.n // every * every
+    c.steps = c.steps[every - 1:n:every]
+    c.sig = {k: v[every - 1:n:every] if k in ("grad_norm", "lr") else v[:n].reshape(-1, every).mean(axis=1)
+             for k, v in c.sig.items()}
+    c.evals = {k: (s[s <= c.steps[-1]], v[s <= c.steps[-1]]) for k, (s, v) in c.evals.items()}
+
+
 def _subsample(c: Curves, every: int) -> None:
     keep = (c.steps % every == 0) | (c.steps == c.steps[-1])
     c.steps = c.steps[keep]
@@ -1753,7 +1764,7 @@ def build_one(name: str, family: str, index: int, seed: int = SEED) -> tuple[Cur
         c.sig.pop("zero_std_frac", None)          # verl core does not log it
     every = _logging_interval(rng, c, family, lab)
     if every > 1:
-        _subsample(c, every)
+        (_average if framework == "trl" else _subsample)(c, every)
     fmt = "parquet" if c.n >= 10_000 else str(rng.choice(FORMATS))
     if c.info.get("rollback") is not None and fmt not in ("csv", "jsonl", "long"):
         fmt = {"csv-split": "csv", "parquet": "jsonl"}[fmt]     # formats that keep a step written twice

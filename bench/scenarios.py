@@ -1307,7 +1307,9 @@ def family_healthy_sparse_evals(rng, i):
 
 # --- how real logs are sampled: batch rewards, averaged logging, outlier batches, irregular steps ---------
 
-HEALTHY = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+def _healthy_label() -> dict:
+    """A fresh label dict for a healthy run (each Label gets its own lists)."""
+    return dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
 
 
 def _batch_mean(rng, p: np.ndarray, size: int) -> np.ndarray:
@@ -1324,7 +1326,7 @@ def family_healthy_batch_reward(rng, i):
     c.sig["reward"] = _batch_mean(rng, c.sig["reward"], size)
     items = int(rng.choice([100, 500, 1319]))
     c.evals = {k: (s, _batch_mean(rng, v, items)) for k, (s, v) in c.evals.items()}
-    return c, HEALTHY, {"batch": size, "eval_items": items}
+    return c, _healthy_label(), {"batch": size, "eval_items": items}
 
 
 def f_reward_hack_batch(rng, i):
@@ -1347,7 +1349,7 @@ def family_healthy_averaged_logging(rng, i):
     c.steps = c.steps[k - 1:m:k]
     c.evals = {name: (s[s <= c.steps[-1]], v[s <= c.steps[-1]]) for name, (s, v) in c.evals.items()}
     c.info["framework"] = "trl"                  # written as TRL writes it
-    return c, HEALTHY, {"averaged_every": k}
+    return c, _healthy_label(), {"averaged_every": k}
 
 
 def family_healthy_outlier_batches(rng, i):
@@ -1356,7 +1358,7 @@ def family_healthy_outlier_batches(rng, i):
     hit = rng.random(c.n) < rng.uniform(0.02, 0.05)
     sd = float(np.std(np.diff(c.sig["reward"]))) / math.sqrt(2)
     c.sig["reward"] = c.sig["reward"] + np.where(hit, rng.normal(0, rng.uniform(4, 8) * sd, c.n), 0.0)
-    return c, HEALTHY, {"outlier_steps": int(hit.sum())}
+    return c, _healthy_label(), {"outlier_steps": int(hit.sum())}
 
 
 def family_healthy_irregular(rng, i):
@@ -1367,7 +1369,7 @@ def family_healthy_irregular(rng, i):
     c.steps = c.steps[idx]
     c.sig = {name: v[idx] for name, v in c.sig.items()}
     c.evals = {name: (s[s <= c.steps[-1]], v[s <= c.steps[-1]]) for name, (s, v) in c.evals.items()}
-    return c, HEALTHY, {"logged_points": len(idx)}
+    return c, _healthy_label(), {"logged_points": len(idx)}
 
 
 def _moe(rng, c: Curves, imbalance_end: float) -> None:

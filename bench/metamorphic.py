@@ -55,7 +55,6 @@ TARGET_KEPT = 0.98
 REWARD_MAPS = ((10.0, -3.0), (0.1, 0.0), (2.0, -1.0), (1.0, 5.0))
 THIN = (5, 10)
 MEAN = (5, 10)            # --averaged: logging_steps=k as TRL logs it, every value the mean of k steps
-LAST_STEP_ROLES = ("grad_norm", "lr")
 OFFSET = 50_000
 MIN_POINTS_AFTER_THIN = 50
 # tuning families whose label rests on single steps (beyond scenarios.POINT_EVENT_FAMILIES)
@@ -172,13 +171,8 @@ def apply(t: Transform, obj):
         for r in list(train):
             train[r] = train[r][keep]
     elif t.kind == "mean":
-        # TRL and the HF Trainer: a logged value is the mean over the k steps since the last log; grad norm
-        # and learning rate are the last step's
-        n = len(o.steps) // t.k * t.k
-        o.steps = o.steps[t.k - 1:n:t.k]
-        for r in list(train):
-            v = train[r][:n]
-            train[r] = v[t.k - 1::t.k] if r in LAST_STEP_ROLES else v.reshape(-1, t.k).mean(axis=1)
+        o.steps, averaged = scenarios.average_logging(o.steps, train, t.k)
+        train.update(averaged)
     elif t.kind == "offset":
         o.steps = o.steps + OFFSET
         o.evals = {r: (s + OFFSET, v) for r, (s, v) in o.evals.items()}

@@ -1343,11 +1343,7 @@ def family_healthy_averaged_logging(rng, i):
     of the k steps since the last log, grad norm and learning rate the last step's value."""
     c = healthy(rng, _choose_n(rng, 1000, 8000))
     k = int(rng.choice([4, 5, 10, 20, 25]))
-    m = c.n // k * k
-    last = {"grad_norm", "lr"}
-    c.sig = {name: (v[k - 1:m:k] if name in last else v[:m].reshape(-1, k).mean(axis=1)) for name, v in c.sig.items()}
-    c.steps = c.steps[k - 1:m:k]
-    c.evals = {name: (s[s <= c.steps[-1]], v[s <= c.steps[-1]]) for name, (s, v) in c.evals.items()}
+    _average(c, k)
     c.info["framework"] = "trl"                  # written as TRL writes it
     return c, _healthy_label(), {"averaged_every": k}
 
@@ -1368,7 +1364,7 @@ def family_healthy_irregular(rng, i):
     idx = idx[idx < c.n]
     c.steps = c.steps[idx]
     c.sig = {name: v[idx] for name, v in c.sig.items()}
-    c.evals = {name: (s[s <= c.steps[-1]], v[s <= c.steps[-1]]) for name, (s, v) in c.evals.items()}
+    _drop_evals_after_last_step(c)
     return c, _healthy_label(), {"logged_points": len(idx)}
 
 
@@ -1731,13 +1727,24 @@ def _logging_interval(rng, c: Curves, family: str, lab: dict) -> int:
     return int(rng.choice(ok)) if ok else 1
 
 
+LAST_STEP_SIGNALS = ("grad_norm", "lr")       # logged at the step itself, not averaged over the interval
+
+
+def average_logging(steps: np.ndarray, sig: dict, every: int) -> tuple[np.ndarray, dict]:
+    """TRL's logging_steps: each logged value is the mean of the `every` steps since the last log (the loss
+    too, by the HF Trainer); grad norm and learning rate are the last step's.  An unfinished interval at
+    the end is not logged."""
+    n = len(steps) // every * every
+    return steps[every - 1:n:every], {k: v[every - 1:n:every] if k in LAST_STEP_SIGNALS
+                                      else v[:n].reshape(-1, every).mean(axis=1) for k, v in sig.items()}
+
+
 def _average(c: Curves, every: int) -> None:
-    """TRL's logging_steps: each logged value is the mean of the steps since the last log (the loss too,
-    by the HF Trainer); grad norm and learning rate are the last step's."""
-    n = c.n // every * every
-    c.steps = c.steps[every - 1:n:every]
-    c.sig = {k: v[every - 1:n:every] if k in ("grad_norm", "lr") else v[:n].reshape(-1, every).mean(axis=1)
-             for k, v in c.sig.items()}
+    c.steps, c.sig = average_logging(c.steps, c.sig, every)
+    _drop_evals_after_last_step(c)
+
+
+def _drop_evals_after_last_step(c: Curves) -> None:
     c.evals = {k: (s[s <= c.steps[-1]], v[s <= c.steps[-1]]) for k, (s, v) in c.evals.items()}
 
 

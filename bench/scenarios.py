@@ -429,12 +429,17 @@ def _shallower(layer: int) -> list[str]:
     return [r for lay in range(1, layer) for r in LAYER_RULES[lay]]
 
 
+def _healthy_label() -> dict:
+    """A fresh label dict for a healthy run (each Label gets its own lists)."""
+    return dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+
+
 def family_healthy(rng, i):
     n = None
     if i < 4:
         n = (50, 50_000, 10_000, 20_000)[i]
     c = healthy(rng, n)
-    label = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+    label = _healthy_label()
     if rng.random() < 0.2:
         c.info["resume"] = True
     return c, label, c.info
@@ -461,7 +466,7 @@ def family_pg_loss_bursts(rng, i):
     where = rng.choice(np.arange(max(25, c.n // 10), c.n - 8), size=int(rng.integers(2, 9)), replace=False)
     loss[where] = sd * rng.uniform(15, 200, len(where))
     c.sig["loss"] = loss
-    label = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+    label = _healthy_label()
     return c, label, {**c.info, "bursts": len(where)}
 
 
@@ -477,7 +482,7 @@ def family_long_answers(rng, i):
     c.evals = {name: (s, rng.uniform(0.2, 0.5) + rng.uniform(0.35, 0.8) * (np.interp(s, c.steps, clean) - 0.25)
                       + rng.normal(0, rng.uniform(0.005, 0.02), len(s)))
                for name in ("math500", "aime24")[: int(rng.integers(1, 3))]}
-    label = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+    label = _healthy_label()
     return c, label, {**c.info, "length_growth": round(g, 2)}
 
 
@@ -978,8 +983,7 @@ def sft_curves(rng, n: int | None = None, pretrain: bool | None = None) -> Curve
 
 def family_healthy_sft(rng, i):
     c = sft_curves(rng)
-    return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), \
-        {"pretrain": c.info["pretrain"]}
+    return c, _healthy_label(), {"pretrain": c.info["pretrain"]}
 
 
 def f_sft_divergence(rng, i):
@@ -1269,7 +1273,7 @@ def family_healthy_offset(rng, i):
     """A run resumed at step 50,000 that logs 50,001..52,000 (or a few thousand steps past it)."""
     c = healthy(rng, int(rng.choice([500, 1000, 2000, 3000])))
     c.info["step_offset"] = 50_000
-    return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), {"offset": 50_000}
+    return c, _healthy_label(), {"offset": 50_000}
 
 
 SCALES = ((2.0, -1.0), (8.0, -3.0), (10.0, 0.0), (0.5, 0.25))    # +-1, reward-model logits, rubric 0-10, a*r+b
@@ -1287,7 +1291,7 @@ def _rescale(rng, c: Curves, i: int) -> dict:
 
 def family_healthy_scaled(rng, i):
     c = healthy(rng)
-    return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), _rescale(rng, c, i)
+    return c, _healthy_label(), _rescale(rng, c, i)
 
 
 def f_reward_hack_scaled(rng, i):
@@ -1301,16 +1305,10 @@ def family_healthy_sparse_evals(rng, i):
     k = int(rng.integers(4, 7))
     s = np.linspace(c.n / k, c.n, k).astype(int)
     c.evals = {name: (s, np.interp(s, *sv)) for name, sv in c.evals.items()}
-    return c, dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES)), {"eval_points": k}
-
+    return c, _healthy_label(), {"eval_points": k}
 
 
 # --- how real logs are sampled: batch rewards, averaged logging, outlier batches, irregular steps ---------
-
-def _healthy_label() -> dict:
-    """A fresh label dict for a healthy run (each Label gets its own lists)."""
-    return dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
-
 
 def _batch_mean(rng, p: np.ndarray, size: int) -> np.ndarray:
     """The mean of `size` 0/1 rewards with success probability p: what a GRPO step logs for a correctness
@@ -1383,7 +1381,7 @@ def family_healthy_moe(rng, i):
     """A healthy MoE GRPO run: router load imbalance steady, no expert dead."""
     c = healthy(rng, _choose_n(rng, 300, 3000))
     _moe(rng, c, float(rng.uniform(0.25, 0.45)))
-    label = dict(kind="healthy", verdict="pass", root_layer=None, must_not_fire=list(ALL_RULES))
+    label = _healthy_label()
     return c, label, {}
 
 

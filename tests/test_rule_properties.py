@@ -40,10 +40,13 @@ def hack_run(rng, n, rise, eval_gain, every=1, offset=0):
     return steps, reward, steps[ev_idx], evals
 
 
+def reward_eval_run(steps, reward, ev_steps, evals) -> Run:
+    return Run("p", {"reward": Series.from_points("reward", steps, reward),
+                     "eval/math_accuracy": Series.from_points("eval/math_accuracy", ev_steps, evals)})
+
+
 def hack_outcome(steps, reward, ev_steps, evals, a=1.0, b=0.0, eval_scale=1.0):
-    run = Run("p", {"reward": Series.from_points("reward", steps, a * reward + b),
-                    "eval/math_accuracy": Series.from_points("eval/math_accuracy", ev_steps, eval_scale * evals)})
-    return outcome(run, "L1.reward-eval-divergence")
+    return outcome(reward_eval_run(steps, a * reward + b, ev_steps, eval_scale * evals), "L1.reward-eval-divergence")
 
 
 @settings(max_examples=25, deadline=None)
@@ -122,7 +125,6 @@ def test_fewer_than_ten_healthy_points_are_never_a_clean_bill(n, rule, seed):
     assert outcome(run, rule) == "not judged"
 
 
-
 def _early_rise_sd(seed: int, every: int) -> float:
     """rise_sd of a reward that climbs 8 noise sds, holds and falls back inside steps 300-660 of a
     3,000-step run with a flat eval, logged every `every` steps (NaN when the rule stays quiet)."""
@@ -133,9 +135,7 @@ def _early_rise_sd(seed: int, every: int) -> float:
     reward = 0.3 + 0.2 * climb_hold_fall + rng.normal(0, 0.025, 3000)
     ev_steps = np.arange(25, 3001, 25)
     keep = slice(every - 1, None, every)
-    run = Run("p", {"reward": Series.from_points("reward", steps[keep], reward[keep]),
-                    "eval/math_accuracy": Series.from_points("eval/math_accuracy", ev_steps,
-                                                             0.42 + rng.normal(0, 0.004, len(ev_steps)))})
+    run = reward_eval_run(steps[keep], reward[keep], ev_steps, 0.42 + rng.normal(0, 0.004, len(ev_steps)))
     found = diagnose(run, select=["L1.reward-eval-divergence"]).findings
     return found[0].evidence["rise_sd"] if found else math.nan
 

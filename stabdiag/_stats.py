@@ -25,6 +25,24 @@ def noise_sd(x: np.ndarray) -> float:
     return _mad_sd(np.diff(np.asarray(x, dtype=np.float64))) / np.sqrt(2.0)
 
 
+def noise_sd_by_steps(steps: np.ndarray, x: np.ndarray, lag_frac: float = 0.02) -> float:
+    """Noise of a curve between points `lag_frac` of its step span apart (at least one point apart):
+    robust sd of x(t + lag) - x(t) / √2.  With independent noise it is noise_sd; with noise that wanders
+    over tens of steps (rewards of batches drawn in data order) differences of neighbouring points see
+    only part of it, a part that grows with the logging gap, so noise_sd read the same run 2x quieter
+    logged every step than every 5th.  A lag in steps reads it the same at every gap under the lag."""
+    if len(x) < 3:
+        return 0.0
+    steps = np.asarray(steps, dtype=np.float64)
+    later = np.searchsorted(steps, steps + lag_frac * float(steps[-1] - steps[0]), side="left")
+    later = np.maximum(later, np.arange(1, len(steps) + 1))
+    ok = later < len(steps)
+    if ok.sum() < 3:
+        return noise_sd(x)
+    x = np.asarray(x, dtype=np.float64)
+    return _mad_sd(x[later[ok]] - x[ok]) / np.sqrt(2.0)
+
+
 def _mad_sd(owned: np.ndarray) -> float:
     """MAD_TO_SD * np.median(|x - np.median(x)|), the same number, reordering and overwriting `owned` (a
     fresh array) instead of copying it twice: these run on every point of the longest curves."""

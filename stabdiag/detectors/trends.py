@@ -54,7 +54,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd
         return None
     # the noise of the rise and its plateau (a reward stuck at 0 after a collapse has no noise at all), over
     # at least 50 points where the run has them: the MAD of 15 differences can miss the noise 3-fold
-    noise = max(st.noise_sd(r.values[:max(last + 1, 50)]), 1e-12 * max(abs(start_level), 1.0))
+    head = slice(0, max(last + 1, 50))
+    noise = max(st.noise_sd_by_steps(r.steps[head], r.values[head]), 1e-12 * max(abs(start_level), 1.0))
     if rise < min_rise_sd * noise or r.steps[peak] - r.steps[0] < min_steps:
         return None
     window = (float(r.steps[0]), float(r.steps[last]))
@@ -226,7 +227,7 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac,
     rv = r.values[inside]
     r_start = _start_level(r.steps[inside], rv, edge_frac)
     r_end = st.edge_level_by_steps(r.steps[inside], rv, edge_frac, end=True)
-    noise = max(st.noise_sd(rv), 1e-12 * max(abs(r_start), 1.0))
+    noise = max(st.noise_sd_by_steps(r.steps[inside], rv), 1e-12 * max(abs(r_start), 1.0))
     if (r_end - r_start) < min_rise_sd * noise:
         return None
     onset = _onset(f, start, end)

@@ -223,14 +223,16 @@ def flatten_evals(rng, c: Curves, drift: float = 0.0) -> None:
         c.evals[name] = (s, e0 + drift * x_of(s) + rng.normal(0, rng.uniform(0.004, 0.02), len(s)))
 
 
-def inject_reward_hack(rng, c: Curves, level: str) -> dict:
-    """Reward climbs A over the run's later part while every eval stays flat (seed 000: 0.30 -> 0.80)."""
+def inject_reward_hack(rng, c: Curves, level: str, wander_phi: float | None = None) -> dict:
+    """Reward climbs A over the run's later part while every eval stays flat (seed 000: 0.30 -> 0.80).
+    With `wander_phi` the reward's noise is AR(1) with that coefficient (same marginal sd)."""
     x = (c.steps - 1) / max(c.n - 1, 1)
     noise = rng.uniform(0.01, 0.04)
     rise = max(_strength(rng, 5.5, 20, level) * noise, 0.08)
     onset = rng.uniform(0.0, 0.4)
     r0 = float(np.median(c.sig["reward"][: max(3, c.n // 10)]))
-    c.sig["reward"] = r0 + rise * _ramp(x, onset, rng.uniform(onset + 0.3, 1.0)) + rng.normal(0, noise, c.n)
+    c.sig["reward"] = r0 + rise * _ramp(x, onset, rng.uniform(onset + 0.3, 1.0)) + (
+        rng.normal(0, noise, c.n) if wander_phi is None else wandering_noise(rng, c.n, noise, wander_phi))
     flatten_evals(rng, c, drift=-rng.uniform(0, 0.04))
     return {"rise": round(rise, 3), "noise": round(noise, 3), "onset": round(onset, 2)}
 
@@ -1346,6 +1348,38 @@ def family_healthy_averaged_logging(rng, i):
     return c, _healthy_label(), {"averaged_every": k}
 
 
+def wandering_noise(rng, n: int, sd: float, phi: float) -> np.ndarray:
+    """AR(1) noise of marginal sd `sd`: each batch leans on the last (data order, a policy drifting between
+    updates), so neighbouring logged points are closer than points far apart."""
+    from scipy.signal import lfilter
+
+    shocks = rng.normal(0, sd * math.sqrt(1 - phi ** 2), n)
+    shocks[0] = rng.normal(0, sd)
+    return lfilter([1.0], [1.0, -phi], shocks)
+
+
+def family_healthy_wandering(rng, i):
+    """Reward, KL and entropy whose noise wanders (AR(1), phi 0.6-0.97) on top of the batch noise."""
+    c = healthy(rng, _choose_n(rng, 500, 5000))
+    phi = float(rng.uniform(0.6, 0.97))
+    c.sig["reward"] = c.sig["reward"] + wandering_noise(rng, c.n, rng.uniform(0.01, 0.03), phi)
+    c.sig["kl"] = c.sig["kl"] * np.exp(wandering_noise(rng, c.n, rng.uniform(0.05, 0.2), phi))
+    c.sig["entropy"] = c.sig["entropy"] * (1 + wandering_noise(rng, c.n, rng.uniform(0.005, 0.015), phi))
+    return c, _healthy_label(), {"phi": round(phi, 2)}
+
+
+def f_reward_hack_wandering(rng, i):
+    """A reward hack whose reward noise wanders (AR(1), phi 0.6-0.97): as strong as its level says in
+    marginal noise sds."""
+    c = healthy(rng, _choose_n(rng, 500, 5000))
+    level = LEVELS[i % 3]
+    phi = float(rng.uniform(0.6, 0.97))
+    info = inject_reward_hack(rng, c, level, wander_phi=phi)
+    _ensure_evals(rng, c, 6)
+    flatten_evals(rng, c, drift=-rng.uniform(0, 0.03))
+    return c, _fail(1, "fail", ["L1.reward-eval-divergence"]), {**info, "level": level, "phi": round(phi, 2)}
+
+
 def family_healthy_outlier_batches(rng, i):
     """A reward model that misjudges a batch now and then: 2-5% of steps carry 4-8x the batch noise."""
     c = healthy(rng, _choose_n(rng, 300, 5000))
@@ -1489,6 +1523,8 @@ FAMILIES: dict[str, tuple] = {
     "healthy-averaged-logging": (family_healthy_averaged_logging, 10),
     "healthy-outlier-batches": (family_healthy_outlier_batches, 8),
     "healthy-irregular": (family_healthy_irregular, 8),
+    "healthy-wandering": (family_healthy_wandering, 10),
+    "reward-hack-wandering": (f_reward_hack_wandering, 6),
     # newly reported failure patterns, each with its quiet near miss
     "instant-collapse": (f_instant_collapse, 8),
     "near-instant-collapse": (_quiet(nm_instant_collapse), 5),
@@ -1697,7 +1733,8 @@ def specs(seed: int = SEED, scale: float = 1.0) -> list[tuple[str, str, int]]:
 
 # families whose failure is a trend, not a single step, so logging every 5 or 10 steps keeps it visible
 TREND_FAMILIES = ("reward-hack", "length-confound", "zero-variance", "kl-entropy-collapse", "entropy-floor",
-                  "logprob-level", "logprob-onset", "logprob-drift", "version-lag", "healthy-long-answers")
+                  "logprob-level", "logprob-onset", "logprob-drift", "version-lag", "healthy-long-answers",
+                  "reward-hack-wandering")
 
 
 # families whose label rests on a few steps (a rolled-back segment, a 3-step collapse, an isolated

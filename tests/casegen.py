@@ -61,3 +61,13 @@ def make_run(name: str, series_specs: dict[str, dict], ending: dict | None = Non
         last = max(int(s.steps[-1]) for s in series.values()) if series else None
         meta["ending"] = Ending(ending["kind"], ending.get("message", ""), "console.log", last)
     return Run(name, series, meta=meta)
+
+
+def wandering_noise(rng: np.random.Generator, n: int, sd: float, phi: float = 0.9) -> np.ndarray:
+    """AR(1) noise of marginal sd `sd`: each batch's value leans on the last (data order, a policy that
+    drifts between updates), so neighbouring points are closer than points far apart."""
+    from scipy.signal import lfilter
+
+    shocks = rng.normal(0, sd * math.sqrt(1 - phi ** 2), n)
+    shocks[0] = rng.normal(0, sd)
+    return lfilter([1.0], [1.0, -phi], shocks)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from stabdiag.engine import diagnose
 from stabdiag.rules import load_rules
 from stabdiag.run import Run, Series
+from tests.casegen import wandering_noise
 
 RULES = {r.id: r for r in load_rules()}
 SPIKE_AND_FLOOR_RULES = ("L3.loss-spike", "L3.grad-norm-spike", "L2.entropy-below-floor", "L2.entropy-collapse",
@@ -133,7 +134,12 @@ def _early_rise_sd(seed: int, every: int) -> float:
     t = steps / 3000
     climb_hold_fall = np.clip(np.minimum((t - 0.1) / 0.04, (0.22 - t) / 0.04), 0, 1)
     reward = 0.3 + 0.2 * climb_hold_fall + rng.normal(0, 0.025, 3000)
-    ev_steps = np.arange(25, 3001, 25)
+    return _rise_sd_beside_a_flat_eval(rng, steps, reward, np.arange(25, 3001, 25), every)
+
+
+def _rise_sd_beside_a_flat_eval(rng, steps, reward, ev_steps, every: int) -> float:
+    """rise_sd the divergence rule reads for `reward` logged every `every` steps beside a flat eval
+    (NaN when it stays quiet)."""
     keep = slice(every - 1, None, every)
     run = reward_eval_run(steps[keep], reward[keep], ev_steps, 0.42 + rng.normal(0, 0.004, len(ev_steps)))
     found = diagnose(run, select=["L1.reward-eval-divergence"]).findings
@@ -166,26 +172,13 @@ def test_a_kl_growing_steadily_out_of_its_noise_rarely_warns_at_any_cadence():
         assert warned <= 12, (every, warned)
 
 
-def _wandering(rng, n: int, sd: float, phi: float = 0.9) -> np.ndarray:
-    """AR(1) noise of marginal sd `sd`: a batch's value leans on the last (data order, a drifting policy)."""
-    from scipy.signal import lfilter
-
-    shocks = rng.normal(0, sd * math.sqrt(1 - phi ** 2), n)
-    shocks[0] = rng.normal(0, sd)
-    return lfilter([1.0], [1.0, -phi], shocks)
-
-
 def _wandering_rise_sd(seed: int, every: int) -> float:
     """rise_sd of a reward climbing 7.5 marginal noise sds over steps 200-1,000 of 2,000 under wandering
     noise, a flat eval beside it, logged every `every` steps (NaN when the rule stays quiet)."""
     rng = np.random.default_rng(seed)
     steps = np.arange(1, 2001)
-    reward = 0.3 + 0.15 * np.clip((steps / 2000 - 0.1) / 0.4, 0, 1) + _wandering(rng, 2000, 0.02)
-    ev_steps = np.arange(50, 2001, 50)
-    keep = slice(every - 1, None, every)
-    run = reward_eval_run(steps[keep], reward[keep], ev_steps, 0.42 + rng.normal(0, 0.004, len(ev_steps)))
-    found = diagnose(run, select=["L1.reward-eval-divergence"]).findings
-    return found[0].evidence["rise_sd"] if found else math.nan
+    reward = 0.3 + 0.15 * np.clip((steps / 2000 - 0.1) / 0.4, 0, 1) + wandering_noise(rng, 2000, 0.02)
+    return _rise_sd_beside_a_flat_eval(rng, steps, reward, np.arange(50, 2001, 50), every)
 
 
 def test_a_rise_under_wandering_noise_reads_the_same_in_noise_sds_logged_every_step_or_every_5th():
@@ -207,8 +200,8 @@ def test_a_kl_growing_steadily_under_wandering_noise_warns_as_rarely_logged_ever
         for seed in range(60):
             rng = np.random.default_rng(seed)
             steps = np.arange(every, 1001, every)
-            kl = np.linspace(0.001, 0.012, 1000) * np.exp(_wandering(rng, 1000, 0.25))
-            entropy = 1.2 * (1 + _wandering(rng, 1000, 0.02))
+            kl = np.linspace(0.001, 0.012, 1000) * np.exp(wandering_noise(rng, 1000, 0.25))
+            entropy = 1.2 * (1 + wandering_noise(rng, 1000, 0.02))
             warned += outcome(run_of(steps, kl=kl[steps - 1], entropy=entropy[steps - 1]),
                               "L2.policy-moving-fast") == "fires"
         assert warned <= 20, (every, warned)

@@ -7,16 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy.signal import lfilter
 
 from stabdiag import _stats as st
-
-
-def _ar1(seed: int, n: int, phi: float, sd: float = 1.0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    shocks = rng.normal(0, sd * math.sqrt(1 - phi ** 2), n)
-    shocks[0] = rng.normal(0, sd)
-    return lfilter([1.0], [1.0, -phi], shocks)
+from tests.casegen import wandering_noise
 
 
 def test_on_independent_noise_it_is_the_point_to_point_noise():
@@ -27,7 +20,7 @@ def test_on_independent_noise_it_is_the_point_to_point_noise():
 
 
 def test_wandering_noise_reads_the_same_logged_every_step_or_every_5th():
-    x = _ar1(5, 20_000, 0.9)
+    x = wandering_noise(np.random.default_rng(5), 20_000, 1.0, 0.9)
     steps = np.arange(1, 20_001)
     every_step = st.noise_sd_by_steps(steps, x)
     every_5th = st.noise_sd_by_steps(steps[4::5], x[4::5])

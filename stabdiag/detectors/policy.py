@@ -12,15 +12,18 @@ import numpy as np
 from .. import _stats as st
 from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged, _smooth_window
 
+MAX_SMOOTH_POINTS = 101
+
 
 def _on_grid(curve: Curve, grid: np.ndarray, window: float) -> np.ndarray:
     """The curve's running median on `grid`, over half the comparison `window` in steps (at least 7
     points): a median of the 3 or 5 points a sparse log gives lets a KL that grows steadily out of its
     noise double in some window by chance (tests/test_rule_properties.py: logged every 10 steps, on 29 of
-    60 seeds at 5 points, 7 at 11).  No cap in points: one spans k times the steps when logged every k,
-    and capped at 21 points a KL whose noise wanders over tens of steps doubled by chance on 59 of 60
-    seeds logged every step, 15 logged every 5th (same file)."""
-    points = max(_smooth_window(len(curve.values)), curve.points_for(window / 2, 7))
+    60 seeds at 5 points, 7 at 11).  A cap in points spans k times the steps when logged every k: capped
+    at 21 points, a KL whose noise wanders over tens of steps doubled by chance on 59 of 60 seeds logged
+    every step, 15 logged every 5th (same file).  MAX_SMOOTH_POINTS only bounds the cost of a window set
+    far above the shipped 200 steps (a running median costs its width per point)."""
+    points = max(_smooth_window(len(curve.values)), min(MAX_SMOOTH_POINTS, curve.points_for(window / 2, 7)))
     return np.interp(grid, curve.steps, st.rolling_median(curve.values, points))
 
 

@@ -66,13 +66,6 @@ def make_run(i: int, kind: str) -> tuple[scenarios.Curves, str, str]:
     return c, str(rng.choice(["trl", "verl"])), str(rng.choice(["csv", "jsonl"]))
 
 
-def _diagnose(folder: Path) -> tuple[tuple[str, int | None], set[str]]:
-    import stabdiag
-
-    d = stabdiag.diagnose(stabdiag.load(str(folder))[0])
-    return (d.verdict, d.root_layer), {f.rule for f in d.findings}
-
-
 def check(i: int, kind: str) -> tuple[int, tuple, list[tuple[int, tuple, tuple[str, ...]]]]:
     """(run, base (verdict, root), [(k, thinned (verdict, root), rules that appeared or went)])."""
     c, framework, fmt = make_run(i, kind)
@@ -80,7 +73,8 @@ def check(i: int, kind: str) -> tuple[int, tuple, list[tuple[int, tuple, tuple[s
         def diagnose_as(tag: str, curves) -> tuple[tuple, set[str]]:
             folder = Path(tmp) / tag / f"s{i}"
             scenarios.write_run(folder, curves, framework, fmt, None, np.random.default_rng(i))
-            return _diagnose(folder)
+            verdict, findings = metamorphic.diagnose_folder(folder)
+            return verdict, {rule for rule, _, _ in findings}
 
         base, rules = diagnose_as("base", c)
         out = []

@@ -274,6 +274,21 @@ def test_parquet_steps_of_every_integer_width_and_nulls(tmp_path):
     assert info.value.line == 2
 
 
+def test_parquet_integer_metrics_are_what_float_reads_of_each_cell(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    signed = [3, None, 2 ** 62 + 1, -(2 ** 63)]
+    unsigned = [2 ** 64 - 1, 2 ** 53 + 1, None, 7]
+    table = pa.table({"step": [1, 2, 3, 4], "tokens": pa.array(signed, pa.int64()),
+                      "seen": pa.array(unsigned, pa.uint64())})
+    pq.write_table(table, tmp_path / "m.parquet")
+    run = tabular.load(str(tmp_path / "m.parquet"))
+    for key, cells in (("tokens", signed), ("seen", unsigned)):
+        written = [(step, float(c)) for step, c in zip([1, 2, 3, 4], cells) if c is not None]
+        assert list(zip(run.series[key].steps.tolist(), run.series[key].values.tolist())) == written
+
+
 def test_a_dense_table_shares_one_read_only_step_array(tmp_path):
     (tmp_path / "m.csv").write_text("step,a,b\n" + "".join(f"{s},{s},{-s}\n" for s in range(1, 50)))
     run = tabular.load(str(tmp_path / "m.csv"))

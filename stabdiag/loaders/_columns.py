@@ -139,7 +139,9 @@ def numbers_of(table: Table, name: str, path: str) -> np.ndarray | None:
     """The column as float64 (absent cells NaN), or None for a text column (run name, tags).
     Junk inside an otherwise numeric column is an input error naming its line."""
     col = table.columns[name]
-    if col.values is None:
+    if col.ints is not None:           # int64 and uint64 convert to float64 whole: nothing to parse cell by cell
+        col = numbers_column(np.where(col.written, col.ints, np.nan), col.written)
+    elif col.values is None:
         col = numbers_from_cells(col.cell_array(), col.written)
     if not col.parsed:
         return None

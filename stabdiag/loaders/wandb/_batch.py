@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._arrow import fixed
 from ._wire import LEN, PAD, VARINT, items, walk
 
 HISTORY, SUMMARY = 2, 3                  # Record fields
@@ -144,14 +145,12 @@ def int64s(numbers: np.ndarray):
 def numpy_of(array) -> np.ndarray:
     """An Arrow integer or float64 array as numpy, zero-copy where it has no nulls: its
     `to_numpy` would import pandas for that, like `pa.array` above."""
-    dtype = _NUMPY_TYPES.get(str(array.type))
-    if dtype is None or array.null_count:
+    if str(array.type) not in _ZERO_COPY_TYPES or array.null_count:
         return array.to_numpy(zero_copy_only=False)
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
-                         offset=array.offset * np.dtype(dtype).itemsize)
+    return fixed(array)
 
 
-_NUMPY_TYPES = {"int32": np.int32, "int64": np.int64, "double": np.float64}
+_ZERO_COPY_TYPES = ("int32", "int64", "double")
 
 
 def as_text(values):

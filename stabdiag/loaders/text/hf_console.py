@@ -280,16 +280,17 @@ def read(path: str, text: str) -> Run:
             filtered.append(step)
         for key, value in values.items():
             points.add(step, key, value)
-    notes = _notes(path, text, records, unreadable, axis, banner, filtered)
+    axis_note = _axis_note(os.path.basename(path), axis, banner)
+    notes = _notes(path, text, records, unreadable, axis_note, filtered)
     # the axis note is kept in meta too: assembly drops it when it moves the steps onto another file's
-    meta = {"step_axis": axis, "step_axis_note": _axis_note(os.path.basename(path), axis, banner),
+    meta = {"step_axis": axis, "step_axis_note": axis_note,
             **{k: v for k, v in banner.items() if v and k != "logging_first_step"}}
     if summary:
         meta["summary"] = summary
     return points.to_run(path, framework="HF Trainer", fmt=FORMAT, notes=notes, meta=meta)
 
 
-def _notes(path: str, text: str, records: list[_Record], unreadable: list[int], axis: str, banner: dict,
+def _notes(path: str, text: str, records: list[_Record], unreadable: list[int], axis_note: str,
            filtered: list[int]) -> list[str]:
     name = os.path.basename(path)
     evals = sum(r.kind == "eval" for r in records)
@@ -301,7 +302,7 @@ def _notes(path: str, text: str, records: list[_Record], unreadable: list[int], 
         notes.append(f"{name}: {len(unreadable)} record(s) could not be read and were skipped "
                      f"(line {', '.join(map(str, unreadable[:5]))}); a dict cut off by the end of the file "
                      "or a paste is the usual cause")
-    notes.append(_axis_note(name, axis, banner))
+    notes.append(axis_note)
     if filtered:
         notes.append(f"{name}: loss 0.0 beside a non-finite grad_norm at step(s) "
                      f"{', '.join(map(str, filtered[:5]))}: HF logging_nan_inf_filter hides a NaN loss "

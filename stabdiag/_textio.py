@@ -105,9 +105,6 @@ def json_lines(path: str, notes: list[str] | None = None) -> Iterator[tuple[int,
         yield from zip(linenos, values)
 
 
-_SKIP, _STOP = object(), object()
-
-
 def json_blocks(path: str, notes: list[str] | None = None, *, lines_per_block: int = 8192,
                 on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[list[int], list[object]]]:
     """json_lines in blocks of (line numbers, values), for readers that turn a block into columns at once;
@@ -132,11 +129,8 @@ def json_blocks(path: str, notes: list[str] | None = None, *, lines_per_block: i
                     if values:
                         yield linenos, values
                         linenos, values = [], []
-                    value = _json_line(path, raw, lineno, gz, notes)
-                    if value is _STOP:
-                        return
-                    if value is _SKIP:
-                        continue
+                    _refuse_line(path, raw, lineno, gz, notes)      # raises, or notes an unfinished last line
+                    return
                 linenos.append(lineno)
                 values.append(value)
                 if len(values) >= lines_per_block:
@@ -152,17 +146,17 @@ def json_blocks(path: str, notes: list[str] | None = None, *, lines_per_block: i
         yield linenos, values
 
 
-def _json_line(path: str, raw: bytes, lineno: int, gz: bool, notes: list[str] | None):
-    """A line that did not parse at first, read again to say why: InputError at its line, or _STOP after
-    noting an unfinished last line; its value (or _SKIP for a blank line) if it reads after all."""
+def _refuse_line(path: str, raw: bytes, lineno: int, gz: bool, notes: list[str] | None) -> None:
+    """A non-blank line that did not parse, read again with json.loads to say why: an InputError at its
+    line, or, for an unfinished last line (given `notes`), a note, after which the reading stops.  json.loads
+    reads a stripped line as the scanner does, so it fails here too."""
     unfinished = not raw.endswith(b"\n") and not gz
     try:
-        text = decoded(path, raw, lineno).strip()
-        return json.loads(text) if text else _SKIP
+        json.loads(decoded(path, raw, lineno).strip())
     except (json.JSONDecodeError, InputError) as exc:
         if unfinished and notes is not None:
             notes.append(unfinished_line_note(path, lineno, " and is not whole JSON"))
-            return _STOP
+            return
         if isinstance(exc, InputError):
             raise
         raise InputError(path, f"not valid JSON ({exc.msg})", line=lineno) from None
@@ -170,3 +164,4 @@ def _json_line(path: str, raw: bytes, lineno: int, gz: bool, notes: list[str] | 
         raise InputError(path, "not valid JSON (nested too deeply to read)", line=lineno) from None
     except ValueError as exc:            # e.g. an integer of more than 4300 digits
         raise InputError(path, f"not valid JSON ({str(exc).splitlines()[0][:120]})", line=lineno) from None
+    raise InputError(path, "not valid JSON", line=lineno)

@@ -50,10 +50,7 @@ def _starts_like_event_file(path: str) -> bool:
         head = fh.read(12)
         if len(head) < 12:
             return False
-        length = struct.unpack_from("<Q", head)[0]
-        if length > size - 16:
-            return False
-        payload = fh.read(min(length, 256))
+        payload = fh.read(min(struct.unpack_from("<Q", head)[0], 256))   # looks_like_record checks the length
     # every TensorBoard writer starts with an Event holding wall_time and file_version "brain.Event:N";
     # that is checked before the checksum, so that sniffing other files never loads google-crc32c
     if payload[:1] != b"\x09" or b"brain.Event:" not in payload:

@@ -174,11 +174,7 @@ def steps_of(table: Table, name: str, path: str) -> tuple[np.ndarray, np.ndarray
 def _steps_of_ints(table: Table, name: str, path: str, col: Column) -> np.ndarray:
     """Steps from a column of integers (text and JSON readers keep only steps in range; Parquet any)."""
     ints = col.ints
-    bad = col.written & off_step_range(ints)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(path, f"step column '{name}' holds {shown_number(ints[i])}: {_not_a_step(ints[i])}",
-                         line=table.line_of(i))
+    _refuse_off_range(table, name, path, ints, col.written)
     return ints.astype(np.int64, copy=False)
 
 
@@ -186,12 +182,17 @@ def _steps_of_numbers(table: Table, name: str, path: str, col: Column) -> tuple[
     """Steps from a column of numbers (a Parquet float column): the values are the cells."""
     values = col.values
     has = col.written & ~np.isnan(values)
-    bad = has & off_step_range(values)
+    _refuse_off_range(table, name, path, values, has)
+    return np.where(has, values, 0).astype(np.int64), has
+
+
+def _refuse_off_range(table: Table, name: str, path: str, numbers: np.ndarray, has: np.ndarray) -> None:
+    """An InputError at the first row of `has` whose number is not an integer in the step range."""
+    bad = has & off_step_range(numbers)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(path, f"step column '{name}' holds {shown_number(values[i])}: {_not_a_step(values[i])}",
+        raise InputError(path, f"step column '{name}' holds {shown_number(numbers[i])}: {_not_a_step(numbers[i])}",
                          line=table.line_of(i))
-    return np.where(has, values, 0).astype(np.int64), has
 
 
 def _steps_of_cells(table: Table, name: str, path: str, col: Column) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,17 @@ import numpy as np
 
 from .._textio import complete_length, is_gzip, open_bytes, unfinished_line_note
 from . import _arrow
-from ._columns import NAN_WORDS, Column, ColumnParts, Table, cells_column, kind_of, numbers_column, parse_cell
+from ._columns import (
+    NAN_WORDS,
+    Column,
+    ColumnParts,
+    Table,
+    cells_column,
+    kind_of,
+    numbers_column,
+    numbers_from_cells,
+    parse_cell,
+)
 from ._csv import LINE, unique_names
 from ._progress import ByteProgress
 
@@ -201,25 +211,15 @@ def text_numbers(arr) -> Column:
 
     written = _arrow.valid(arr) & ~_arrow.booleans(pc.match_substring_regex(arr, BLANK))
     maybe = _arrow.booleans(pc.match_substring_regex(arr, MAYBE_NUMBER)) & written
-    values = np.full(len(arr), np.nan)
-    parsed, junk, overflows = 0, None, []
+    rows = np.flatnonzero(maybe)
+    cells = np.empty(len(arr), dtype=object)
+    cells[rows] = _texts_at(arr, rows.tolist())
+    col = numbers_from_cells(cells, maybe)
+    junk = col.junk
     not_numbers = np.flatnonzero(written & ~maybe)
-    if len(not_numbers):
+    if len(not_numbers) and (junk is None or not_numbers[0] < junk[0]):
         junk = (int(not_numbers[0]), arr[int(not_numbers[0])].as_py()[:40])
-    rows = np.flatnonzero(maybe).tolist()
-    texts = _texts_at(arr, rows)
-    for row, text in zip(rows, texts):
-        number, overflow = parse_cell(text)
-        if number is None:
-            if junk is None or row < junk[0]:
-                junk = (row, text[:40])
-            continue
-        values[row] = number
-        parsed += 1
-        if overflow:
-            overflows.append(row)
-    return Column(written, values=values, parsed=parsed, junk=junk,
-                  overflow=(len(overflows), overflows[0]) if overflows else None)
+    return Column(written, values=col.values, parsed=col.parsed, junk=junk, overflow=col.overflow)
 
 
 def _texts_at(arr, rows: list[int]) -> list[str]:

@@ -13,8 +13,9 @@ share one.  By family: trends.py (layer-1 patterns), policy.py, spikes.py, numer
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param
+from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param, Quiet
 from .levels import level_above, log_ratio_off
 from .numeric import (
     CHAIN,
@@ -37,7 +38,7 @@ from .trends import (
     trend_divergence,
 )
 
-__all__ = ["CHAIN", "DETECTORS", "Curve", "DetectorSpec", "Evidence", "NotJudged", "Param"]
+__all__ = ["CHAIN", "DETECTORS", "Curve", "DetectorSpec", "Evidence", "NotJudged", "Param", "Quiet"]
 
 
 def _p(name, default, low, high, meaning) -> Param:
@@ -45,8 +46,9 @@ def _p(name, default, low, high, meaning) -> Param:
 
 
 _DIVERGENCE = (
-    _p("min_steps", 50, 5, 1e6, "shortest rise judged, in steps (shorter runs are not judged)"),
-    _p("min_rise_sd", 5.0, 1, 100, "rise of the rising curve, in its own robust noise sds"),
+    _p("min_steps", 20, 5, 1e6, "shortest rise judged, in steps (shorter runs are not judged)"),
+    _p("min_rise_z", 3.0, 1, 20, "how sure: the rise's trend in standard errors, corrected for autocorrelation"),
+    _p("min_rise_share", 0.3, 0.01, 1, "how large: the rise as a share of the rising curve's own range"),
     _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its own level over the "
                                         "rise (and clear of its noise) tracks it"),
     _p("max_flat_upper_rel", 0.15, 0, 1, "flat only if its gain plus flat_se standard errors stays under "
@@ -58,17 +60,19 @@ _DIVERGENCE = (
 
 
 def _describe_divergence(p: dict) -> str:
-    return (f"the rising signal climbs >= {p['min_rise_sd']:g} of its noise sds over >= {p['min_steps']:g} "
-            f"steps while a check gains < {p['max_flat_gain_rel']:.0%} of its own level (and < "
-            f"{p['max_flat_upper_rel']:.0%} at +{p['flat_se']:g} se), and none gains clearly more")
+    return (f"the rising signal climbs >= {p['min_rise_share']:.0%} of its own range over >= "
+            f"{p['min_steps']:g} steps, its trend >= {p['min_rise_z']:g} standard errors clear of 0 "
+            f"(autocorrelation-corrected), while a check gains < {p['max_flat_gain_rel']:.0%} of its own "
+            f"scale (and < {p['max_flat_upper_rel']:.0%} at +{p['flat_se']:g} se), and none rises surely")
 
 
 DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("trend_divergence", trend_divergence, _DIVERGENCE, _describe_divergence),
     DetectorSpec("component_divergence", component_divergence, _DIVERGENCE,
-                 lambda p: (f"a reward component not named for correctness climbs >= {p['min_rise_sd']:g} of its "
-                            f"noise sds over >= {p['min_steps']:g} steps while every component named for "
-                            f"correctness gains < {p['max_flat_gain_rel']:.0%} of its own level")),
+                 lambda p: (f"a reward component not named for correctness climbs >= {p['min_rise_share']:.0%} "
+                            f"of its range (trend z >= {p['min_rise_z']:g}) over >= {p['min_steps']:g} steps while "
+                            f"every component named for correctness gains < {p['max_flat_gain_rel']:.0%} of its "
+                            "own level")),
     DetectorSpec("growth_while_flat", growth_while_flat, (
         _p("min_growth_ratio", 2.0, 1.1, 100, "end level / start level that counts as growth"),
         _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its level is not flat"),
@@ -90,11 +94,12 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_end_frac", 0.5, 0.05, 1, "the fraction ends at least this high (a warning)"),
         _p("fail_end_frac", 0.8, 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),
         _p("min_climb", 0.25, 0.01, 1, "... having climbed by at least this much (absolute, 0-1)"),
-        _p("min_rise_sd", 5.0, 1, 100, "while the reward rises this many of its noise sds"),
+        _p("min_rise_z", 3.0, 1, 20, "while the reward's trend is this many standard errors clear of 0 "
+                                     "(autocorrelation-corrected)"),
         _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets start and end levels"),
         _p("min_steps", 20, 5, 1e6, "shortest run judged, in steps")),
         lambda p: (f"the fraction climbs by >= {p['min_climb']:g} to >= {p['min_end_frac']:g} while the reward "
-                   f"rises >= {p['min_rise_sd']:g} noise sds")),
+                   f"rises (trend z >= {p['min_rise_z']:g})")),
     DetectorSpec("growth_while_steady", growth_while_steady, (
         _p("min_growth_ratio", 2.0, 1.1, 100, "end level / start level that counts as growth"),
         _p("max_steady_rise", 0.1, 0, 10, "the other curve (the loss) may rise at most this fraction of its level"),
@@ -114,7 +119,8 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_entropy_drop_frac", 0.4, 0.05, 1, "relative entropy drop within the window"),
         _p("min_kl", 1e-4, 0, 1, "KL below this is treated as this (KL starts at 0)"),
         _p("warmup_frac", 0.25, 0, 0.9, "KL-alone warnings ignore this leading fraction of the run"),
-        _p("min_kl_accel", 2.0, 1, 100, "KL-alone: window slope / previous window slope"),
+        _p("min_kl_accel", 2.0, 1, 100, "steepening: a window's KL rise (entropy fall) over the window "
+                                        "before's; a window without one before it never qualifies"),
         _p("explained_zero_std_frac", 0.5, 0, 1, "zero-variance group fraction, before the drop, that explains it")),
         lambda p: (f"within {p['window_steps']:g} steps KL grows >= {p['min_kl_ratio']:g}x and entropy falls "
                    f">= {p['min_entropy_drop_frac']:.0%}; one alone warns")),
@@ -202,7 +208,9 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("warn_above", 0.05, 0, 1e9, "level that warns"),
         _p("fail_above", 0.1, 0, 1e9, "level that fails"),
         _p("min_stretch_steps", 5, 1, 1e6, "shortest stretch above the level, in steps (at least 2 points)"),
-        _p("catastrophic_above", math.inf, 0, math.inf, "one value above this fails alone")),
+        _p("catastrophic_above", math.inf, 0, math.inf, "one value above this fails alone"),
+        _p("min_coef", 0, 0, 1, "read beside a loss that is the signal x a coefficient: a coefficient under "
+                                "this leaves the level unjudged (0: never)")),
         lambda p: (f"the running median of |value| stays above {p['warn_above']:g} (warn) or "
                    f"{p['fail_above']:g} (fail) for >= {p['min_stretch_steps']:g} steps, or one value "
                    f"exceeds {p['catastrophic_above']:g}")),
@@ -216,3 +224,11 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                    f"{p['min_stretch_steps']:g} steps, or one value is off by more than "
                    f"{math.exp(min(p['catastrophic_above'], 700)):.3g}x")),
 )}
+
+
+# detectors whose findings are trends (a curve that moves over many steps): their onset, with an interval,
+# comes from one change-point model (evidence.hinge_onset); the others report events at their own step
+_TRENDS = frozenset({"trend_divergence", "component_divergence", "growth_while_flat", "fraction_climb_while_rising",
+                     "growth_while_steady", "kl_entropy_joint", "floor_breach", "collapse_below",
+                     "sustained_rise_over_early", "high_fraction_sustained"})
+DETECTORS = {name: replace(spec, trend=True) if name in _TRENDS else spec for name, spec in DETECTORS.items()}

@@ -88,8 +88,10 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float,
     d = np.maximum(d, np.maximum(floor, 1e-6 * np.abs(m) + 1e-12))
     level = x[maybe]
     positive_level = m > 3.0 * d
+    # a spike needs a positive baseline: against a recent median of exactly 0 (a GRPO loss or grad norm
+    # of 0 while every group is equal: layer 1's consequence) any value is an "infinite" jump (issue 25)
     spike[maybe] = (level - m >= min_jump_sd * d) & np.where(positive_level, level >= min_ratio * m, True) \
-        & np.isfinite(m)
+        & np.isfinite(m) & (m > 0)
     med[maybe], sd[maybe] = m, d
     return spike, med, sd
 
@@ -151,7 +153,9 @@ def _ema_spikes(v: Curve, ratio_vs_ema: float, min_jump_sd: float, ema_span_step
     span = v.points_for(ema_span_steps, 2)
     ema = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(np.median(v.values)))
     noise = max(st.noise_sd(v.values), 1e-12)
-    return (v.values > ratio_vs_ema * ema) & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema), ema
+    # the EMA must be positive: steps of exactly 0 gradient (all groups equal) are no baseline to spike from
+    return (v.values > ratio_vs_ema * ema) & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema) \
+        & (ema > 0), ema
 
 
 def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_ratio, baseline_frac,

@@ -94,7 +94,7 @@ def _layer_table(diag: Diagnosis, width: int = 100, sparklines: bool = True) -> 
     for result in diag.layers:
         status = result.status.value
         marker = " (root)" if result.layer == diag.root_layer else ""
-        downstream = diag.root_layer is not None and result.layer > diag.root_layer and result.findings
+        downstream = bool(result.findings) and all(f.downstream for f in result.findings)
         evidence = Text(("(downstream) " if downstream else "") + _layer_evidence(diag, result.layer))
         lines = _sparklines(diag, result.layer, width) if sparklines else []
         if lines:

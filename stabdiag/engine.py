@@ -13,8 +13,9 @@ nothing when the cause was the reward), and so are findings in shallower layers 
 root's interval (a reward that diverges after the policy collapsed); each says why.  Cause comes before
 consequence: a finding a rule declares a consequence of another (equal rewards in every group after
 entropy hit 0) is explained by it when that one began first, and is never the root.  Behaviour rules
-judge the run only up to its first *persistent* non-finite step: after that the numbers describe a broken model, not a training dynamic;
-a NaN or Inf the run comes back from (a skipped step, a loss-scale overflow) cuts nothing.
+judge the run only up to its first *persistent* non-finite step: after that the numbers describe a
+broken model, not a training dynamic; a NaN or Inf the run comes back from (a skipped step, a loss-scale
+overflow) cuts nothing.
 """
 
 from __future__ import annotations

@@ -109,12 +109,42 @@ def effective_n(n: int, rho: float) -> float:
     return n * (1.0 - rho) / (1.0 + rho)
 
 
+def effective_n_of(resid: np.ndarray) -> tuple[float, float]:
+    """Effective number of independent points in a residual series, and the lag-1 autocorrelation
+    equivalent to it: n / (1 + 2 sum rho_k), the sum over Geyer's initial positive sequence (pairs of
+    autocorrelations summed while positive; Geyer 1992, the estimator MCMC effective sample sizes use).
+    A lag-1 correction alone misses noise that is a mix of batch noise and a slow wander (the lag-1
+    autocorrelation of the mix is diluted by the batch noise, its persistence is not); the whole positive
+    sequence sees both.  The lag-1 estimate (bias-corrected) is a floor on the correction."""
+    n = len(resid)
+    if n < 4:
+        return float(n), 0.0
+    r = resid - resid.mean()
+    denom = float(np.dot(r, r))
+    if denom <= 0:
+        return float(n), 0.0
+    size = 1 << int(2 * n - 1).bit_length()
+    f = np.fft.rfft(r, size)
+    acf = np.fft.irfft(f * np.conj(f), size)[:n] / denom
+    odd = acf[1:n:2]
+    even = np.append(acf[2:n:2], 0.0)[:len(odd)]
+    pairs = odd + even
+    stop = np.flatnonzero(pairs <= 0)
+    total = float(pairs[:stop[0] if len(stop) else len(pairs)].sum())
+    # 1 + 2 sum_{k>=1} rho_k, from pairs that start at lag 1: tau = 1 + 2 * total, never under the lag-1 one
+    rho1 = lag1_autocorrelation(resid)
+    tau = max(1.0 + 2.0 * total, (1.0 + rho1) / (1.0 - rho1))
+    tau = min(tau, float(n))
+    n_eff = n / tau
+    return n_eff, (tau - 1.0) / (tau + 1.0)
+
+
 def linear_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 0.0) -> Change:
     """Least-squares change over the points given (from the first step to the last), with its standard
     error corrected for autocorrelation (module docstring).  `noise_floor` bounds the residual sd from
-    below (binomial_floor).  Fewer than 4 points or an effective n under 3: an infinite se."""
-    x = np.asarray(steps, dtype=np.float64)
-    y = np.asarray(values, dtype=np.float64)
+    below (binomial_floor).  Fewer than 4 points or an effective n under 3: an infinite se.  Curves over
+    _MAX_FIT_POINTS points are read as block means (_block_means)."""
+    x, y = _block_means(np.asarray(steps, dtype=np.float64), np.asarray(values, dtype=np.float64))
     n = len(x)
     if n < 4:
         return _UNKNOWN
@@ -124,8 +154,7 @@ def linear_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float =
         return _UNKNOWN
     slope = float(np.dot(dx, y - y.mean()) / sxx)
     resid = y - y.mean() - slope * dx
-    rho = lag1_autocorrelation(resid)
-    n_eff = effective_n(n, rho)
+    n_eff, rho = effective_n_of(resid)
     sd = max(math.sqrt(float(np.dot(resid, resid)) / (n - 2)), float(noise_floor))
     width = float(x[-1] - x[0])
     estimate = slope * width
@@ -157,7 +186,9 @@ def level_gain(values: np.ndarray) -> Change:
     head = v[:1]
     tail = v[n // 2:]
     estimate = float(np.median(tail) - np.median(head))
-    sd = st.noise_sd(tail) if len(tail) >= 3 else 0.0
+    # the noise from every point's neighbour differences (robust: one jump among them does not count),
+    # not from the few points of the tail alone
+    sd = st.noise_sd(v)
     if sd <= 0:
         sd = st.robust_sd(tail)
     rho = lag1_autocorrelation(tail - np.median(tail))
@@ -253,35 +284,90 @@ def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int =
     y = np.asarray(values, dtype=np.float64)
     ok = np.isfinite(y)
     t, y = t[ok], y[ok]
-    if len(t) > _MAX_FIT_POINTS:
-        # block means: the onset is read to 1/_MAX_FIT_POINTS of the span, at a fixed cost per curve
-        size = -(-len(t) // _MAX_FIT_POINTS)
-        cut = len(t) // size * size
-        t = np.concatenate([t[:cut].reshape(-1, size).mean(axis=1), t[cut:].mean(keepdims=True)]) \
-            if cut < len(t) else t.reshape(-1, size).mean(axis=1)
-        y = np.concatenate([y[:cut].reshape(-1, size).mean(axis=1), y[cut:].mean(keepdims=True)]) \
-            if cut < len(y) else y.reshape(-1, size).mean(axis=1)
+    t, y = _block_means(t, y)
     n = len(t)
     if n < 2 * min_side_points + 1:
         return None
     t0, scale_t = t[0], max(float(t[-1] - t[0]), 1e-12)
     u = (t - t0) / scale_t
     y_scale = float(np.std(y))
-    if y_scale <= 0:
+    if y_scale <= 1e-12 * max(float(np.max(np.abs(y))), 1e-300):
         return None
     z = (y - y.mean()) / y_scale
-    cand = np.arange(min_side_points - 1, n - min_side_points)
-    if len(cand) > _MAX_HINGES:
-        cand = np.unique(np.linspace(cand[0], cand[-1], _MAX_HINGES).round().astype(np.int64))
-    sse = _hinge_sse(u, z, u[cand])
+    cand, sse = _best_hinge(u, z, min_side_points)
     best = int(np.argmin(sse))
     sse_min = max(float(sse[best]), 1e-300)
     # effective points from the best fit's residuals: the likelihood counts independent points
     resid = z - _hinge_fit(u, z, float(u[cand[best]]))
-    n_eff = max(effective_n(n, lag1_autocorrelation(resid)), 1.0)
+    n_eff = max(effective_n_of(resid)[0], 1.0)
     within = n_eff * np.log(np.maximum(sse, 1e-300) / sse_min) <= CHI2_1_95
     inside = cand[within]
     return Onset(int(t[cand[best]]), int(t[inside.min()]), int(t[inside.max()]))
+
+
+def _block_means(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Curves longer than _MAX_FIT_POINTS as block means (steps and values): a change point or a fitted
+    change is read to 1/_MAX_FIT_POINTS of the span, at a fixed cost per curve."""
+    if len(t) <= _MAX_FIT_POINTS:
+        return t, y
+    size = -(-len(t) // _MAX_FIT_POINTS)
+    cut = len(t) // size * size
+
+    def blocks(a: np.ndarray) -> np.ndarray:
+        head = a[:cut].reshape(-1, size).mean(axis=1)
+        return np.concatenate([head, a[cut:].mean(keepdims=True)]) if cut < len(a) else head
+    return blocks(t), blocks(y)
+
+
+def _best_hinge(u: np.ndarray, z: np.ndarray, min_side_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate hinge indices (at most _MAX_HINGES, evenly spread) and the fit's residual sum of squares
+    at each."""
+    n = len(u)
+    cand = np.arange(min_side_points - 1, n - min_side_points)
+    if len(cand) > _MAX_HINGES:
+        cand = np.unique(np.linspace(cand[0], cand[-1], _MAX_HINGES).round().astype(np.int64))
+    return cand, _hinge_sse(u, z, u[cand])
+
+
+def hinge_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 0.0,
+                 min_side_points: int = 3) -> Change:
+    """How far a curve rose from its start, read on its best two-phase (hinge) fit: the fitted level at
+    the higher of the hinge and the last step, minus the fitted level at the first step, with a standard
+    error from the fit's covariance, the residual sd (never under `noise_floor`) and the effective number
+    of points of its residuals (effective_n_of).  Residuals of one straight line through a curve that is
+    flat and then climbs (or climbs and then holds) are autocorrelated by the misfit, not by the noise,
+    and a correction read from them would call a clear late rise "too noisy"; the hinge takes the bend
+    and leaves the noise.  The whole run is read, so no window chosen where the curve is highest biases
+    it (a wandering null)."""
+    t = np.asarray(steps, dtype=np.float64)
+    y = np.asarray(values, dtype=np.float64)
+    t, y = _block_means(t, y)
+    n = len(t)
+    if n < max(2 * min_side_points + 1, 8):
+        return linear_change(t, y, noise_floor=noise_floor)
+    t0, scale_t = t[0], max(float(t[-1] - t[0]), 1e-12)
+    u = (t - t0) / scale_t
+    y_mean, y_scale = float(y.mean()), float(np.std(y))
+    if y_scale <= 1e-12 * max(float(np.max(np.abs(y))), 1e-300):
+        return linear_change(t, y, noise_floor=noise_floor)
+    cand, sse = _best_hinge(u, (y - y_mean) / y_scale, min_side_points)
+    tau = float(u[cand[int(np.argmin(sse))]])
+    x = np.stack([np.ones_like(u), u, np.maximum(u - tau, 0.0)], axis=1)
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ beta
+    n_eff, rho = effective_n_of(resid)
+    sd = max(math.sqrt(float(np.dot(resid, resid)) / max(n - 3, 1)), float(noise_floor))
+    at = [np.array([1.0, 0.0, 0.0]), np.array([1.0, tau, 0.0]), np.array([1.0, 1.0, 1.0 - tau])]
+    fitted = [float(a @ beta) for a in at]
+    top = 1 if fitted[1] > fitted[2] else 2
+    d = at[top] - at[0]
+    estimate = fitted[top] - fitted[0]
+    if n_eff <= 4:
+        return Change(estimate, math.inf, -math.inf, math.inf, n, n_eff, rho, sd)
+    cov = np.linalg.pinv(x.T @ x)
+    se = sd * math.sqrt(max(float(d @ cov @ d), 0.0)) * math.sqrt((n - 3) / (n_eff - 3))
+    q = t975(n_eff - 3)
+    return Change(estimate, se, estimate - q * se, estimate + q * se, n, n_eff, rho, sd)
 
 
 def _hinge_sse(u: np.ndarray, z: np.ndarray, taus: np.ndarray) -> np.ndarray:

@@ -88,10 +88,10 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float,
     d = np.maximum(d, np.maximum(floor, 1e-6 * np.abs(m) + 1e-12))
     level = x[maybe]
     positive_level = m > 3.0 * d
-    # a spike needs a positive baseline: against a recent median of exactly 0 (a GRPO loss or grad norm
-    # of 0 while every group is equal: layer 1's consequence) any value is an "infinite" jump (issue 25)
+    # a spike needs a baseline: against a recent median of exactly 0 (a GRPO loss or grad norm of 0 while
+    # every group is equal: layer 1's consequence) any value is an "infinite" jump (issue 25)
     spike[maybe] = (level - m >= min_jump_sd * d) & np.where(positive_level, level >= min_ratio * m, True) \
-        & np.isfinite(m) & (m > 0)
+        & np.isfinite(m) & (m != 0)
     med[maybe], sd[maybe] = m, d
     return spike, med, sd
 

@@ -15,7 +15,17 @@ import numpy as np
 
 from .. import _stats as st
 from . import evidence as ev
-from ._base import Curve, Evidence, NotJudged, _change_se, _eval_summary, _level_change, _ols_slope, _smooth_window
+from ._base import (
+    Curve,
+    Evidence,
+    NotJudged,
+    Quiet,
+    _change_se,
+    _eval_summary,
+    _level_change,
+    _ols_slope,
+    _smooth_window,
+)
 
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
                           re.IGNORECASE)
@@ -63,7 +73,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     rise_share = ev.share(rise, ev.smoothed_range(r.values))
     if rise_share < min_rise_share:
         return None
-    trend = ev.linear_change(r.steps[:last + 1], r.values[:last + 1], noise_floor=ev.binomial_floor(r.values))
+    # how sure: the rise read on the whole judged run's two-phase fit (evidence.hinge_change), not on a
+    # window chosen where the curve is highest (that finds "significant" rises in a wandering null)
+    trend = ev.hinge_change(r.steps, r.values, noise_floor=ev.binomial_floor(r.values))
     window = (float(r.steps[0]), float(r.steps[last]))
     changes: dict[str, float] = {}
     unread: list[str] = []
@@ -120,6 +132,11 @@ def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: 
     scale = rise if shared_units else (min(level, room) if room is not None and room > 0 else level)
     rel, rel_se = gain / scale, gain_se / scale
     if rel - se_count * rel_se > 0:
+        return "tracks"
+    # an eval that rose surely from where the rise began to its later level (a jump, then a hold, which a
+    # line through the progress reads poorly) tracks too
+    jumped = ev.level_gain(values[order])
+    if jumped.z >= se_count and jumped.estimate / (rise if shared_units else scale) > gain_rel:
         return "tracks"
     if rel > gain_rel or rel + se_count * rel_se > upper_rel:
         return f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
@@ -230,13 +247,16 @@ def is_correctness(signal: str) -> bool:
         r"format|length|len\b|xml|tag|style|count", signal, re.IGNORECASE)
 
 
-def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac, fail_end_frac, min_climb,
-                                min_rise_z, edge_frac, min_steps) -> Evidence | NotJudged | None:
+def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curve] | None = None, *,
+                                min_end_frac, fail_end_frac, min_climb, min_rise_z, edge_frac,
+                                min_steps) -> Evidence | NotJudged | Quiet | None:
     """A fraction (responses cut off at the length cap) climbs toward 1 while the reward rises: the
     reward pays for length even though the cap keeps length from doubling.  Below `fail_end_frac` it
     warns (the answers may need more room); at or above it nearly every answer is cut off: it fails.
     The reward's rise counts when its trend over the climb is `min_rise_z` autocorrelation-corrected
-    standard errors clear of 0 (detectors/evidence.py): sure evidence, whatever the batch size."""
+    standard errors clear of 0 (detectors/evidence.py): sure evidence, whatever the batch size.  An
+    independent eval that improved surely over the climb says the longer answers are buying accuracy
+    (seed 000: a loophole is reward up while the eval does not move): a note, not a finding."""
     f, r = fraction.finite(), rising.finite()
     if len(f.steps) < 10 or f.span < min_steps or len(r.steps) < 10:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a climb is judged over "
@@ -245,10 +265,17 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac,
     end = st.edge_level_by_steps(f.steps, f.values, edge_frac, end=True)
     if end < min_end_frac or end - start < min_climb:
         return None
-    lo, hi = float(f.steps[0]), float(f.steps[-1])
+    # the reward is read while the fraction climbs (from a tenth to nine tenths of its way), not over the
+    # whole run: a length cap filled in the first steps while the reward rose later is not length paying
+    smooth = st.rolling_median(f.values, _smooth_window(len(f.values)))
+    lo = float(f.steps[int(np.argmax(smooth >= start + 0.1 * (end - start)))])
+    hi = float(f.steps[int(np.argmax(smooth >= start + 0.9 * (end - start)))])
+    if hi <= lo:
+        hi = float(f.steps[-1])
     inside = (r.steps >= lo) & (r.steps <= hi)
     if inside.sum() < 10:
-        return NotJudged(f"{r.signal} has too few points beside {f.signal}")
+        return NotJudged(f"{f.signal} climbed {start:.0%} -> {end:.0%} within steps {int(lo)}-{int(hi)}, where "
+                         f"{r.signal} has {int(inside.sum())} points: too few (10) to tell whether it paid for it")
     rv = r.values[inside]
     r_start = _start_level(r.steps[inside], rv, edge_frac)
     r_end = st.edge_level_by_steps(r.steps[inside], rv, edge_frac, end=True)
@@ -256,6 +283,10 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac,
     if r_end <= r_start or trend.z < min_rise_z:
         return None
     onset = _onset(f, start, end)
+    improved = ev.eval_improvement(evals, float(f.steps[0]), float(f.steps[-1]))
+    if improved is not None:
+        return Quiet(f"truncated responses {start:.0%} -> {end:.0%} while the reward rose, but {improved.text()}: "
+                     "the longer answers are buying accuracy; raise the length cap rather than penalise length")
     return Evidence(onset, int(f.steps[-1]), {
         "signal": f.signal, "key": f.key, "frac_start": start, "frac_end": end, "reward_key": r.key,
         "reward_start": r_start, "reward_end": r_end, "reward_rise_z": trend.z, "reward_trend": trend.text()},

@@ -64,9 +64,11 @@ def extract_rev(rev: str, into: str | None = None) -> str:
 
 
 def version_of(impl: Implementation) -> str:
-    out = subprocess.run([impl.python, "-c", "import stabdiag, os; print(getattr(stabdiag, '__version__', '?'),"
-                          " os.path.dirname(stabdiag.__file__))"],
-                         capture_output=True, text=True, env=impl.env(), check=False)
+    # from an empty directory: `python -c` puts the working directory first on sys.path, ahead of PYTHONPATH
+    with tempfile.TemporaryDirectory(prefix="stabdiag-cwd-") as empty:
+        out = subprocess.run([impl.python, "-c", "import stabdiag, os; print(getattr(stabdiag, '__version__', '?'),"
+                              " os.path.dirname(stabdiag.__file__))"],
+                             capture_output=True, text=True, env=impl.env(), cwd=empty, check=False)
     if out.stdout.strip():
         return out.stdout.strip()
     lines = out.stderr.strip().splitlines()

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import shutil
 import sys
 import time
 from collections import Counter, defaultdict
@@ -279,8 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     version = version_of(impl)
     print(f"stabdiag {version} ({label}): {len(cases)} run(s), {args.jobs} at a time")
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        records = list(pool.map(lambda c: score(impl, c), cases))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            records = list(pool.map(lambda c: score(impl, c), cases))
+    finally:
+        if args.rev:
+            shutil.rmtree(src, ignore_errors=True)
     elapsed = time.perf_counter() - started
     if not args.quiet:
         for rec in records:

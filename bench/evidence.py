@@ -39,11 +39,14 @@ How each run is made (numpy, seeded per cell and seed; every number below is dra
               at the last step: Binomial(500, p_eval) / 500 with p_eval ~ U(0.3, 0.6), flat
   kl          to the reference, converging: k_inf (1 - exp(-t / tau)), k_inf ~ U(0.002, 0.02) nat/token,
               tau ~ U(0.2, 0.5) T, lognormal noise sd 0.1
-  entropy     e0 ~ U(0.5, 1.5) falling by U(5, 20)% with the same kind of convergence, noise sd 3%
+  entropy     e0 ~ U(0.5, 1.5) falling by U(5, 15)% with the same kind of convergence, noise sd 3% (a
+              null stays clear of seed 002's floor at 0.8x the early level, which is a finding by design)
   loss        beta kl + N(0, sd ~ U(0.005, 0.03)) (GRPO's loss sits near 0), beta 0.04
   grad_norm   g0 ~ U(0.2, 1.0) times exp(AR(0.7) noise, sd 0.2): no spikes
   lr          linear warm-up over min(10, T/10) steps to 1e-6, then constant (verl's default schedule)
   clip frac   ~ U(0.001, 0.005) with 20% noise
+`--drop length,truncation` leaves those columns out of every run, so that a hack can only be seen from
+the reward against the eval (the test whose power depends on G and T).
 Key names are TRL's (`--keys trl`, as its trainer_state.json log_history has them) or verl's (`--keys
 verl`; verl logs no reward_std / zero-std share, so those columns are left out).  Each run is a wide CSV
 in its own folder (one run per folder), and the tree is checked once per implementation:
@@ -186,7 +189,7 @@ def make_run(cell: Cell, seed: int, prompts: int = PROMPTS) -> dict[str, np.ndar
 
     k_inf, tau = rng.uniform(0.002, 0.02), rng.uniform(0.2, 0.5) * n
     cols["kl"] = k_inf * (1 - np.exp(-t / tau)) * np.exp(rng.normal(0, 0.1, n)) + 1e-5
-    e0, drop, tau_e = rng.uniform(0.5, 1.5), rng.uniform(0.05, 0.2), rng.uniform(0.2, 0.5) * n
+    e0, drop, tau_e = rng.uniform(0.5, 1.5), rng.uniform(0.05, 0.15), rng.uniform(0.2, 0.5) * n
     cols["entropy"] = e0 * (1 - drop * (1 - np.exp(-t / tau_e))) * np.exp(rng.normal(0, 0.03, n))
     cols["loss"] = 0.04 * cols["kl"] + rng.normal(0, rng.uniform(0.005, 0.03), n)
     cols["grad_norm"] = rng.uniform(0.2, 1.0) * np.exp(_ar1(rng, n, 0.7, 0.2))
@@ -201,11 +204,14 @@ def make_run(cell: Cell, seed: int, prompts: int = PROMPTS) -> dict[str, np.ndar
     return cols
 
 
-def write_run(folder: Path, cols: dict[str, np.ndarray], keys: dict[str, str]) -> None:
+COLUMNS = ("reward", "reward_std", "zero_std", "length", "truncation", "kl", "entropy", "loss", "grad_norm", "lr",
+           "clip")
+
+
+def write_run(folder: Path, cols: dict[str, np.ndarray], keys: dict[str, str], drop: tuple[str, ...] = ()) -> None:
     """One wide CSV: a `step` column, the per-step metrics, the eval only on the rows it was scored."""
     folder.mkdir(parents=True, exist_ok=True)
-    names = [k for k in ("reward", "reward_std", "zero_std", "length", "truncation", "kl", "entropy", "loss",
-                         "grad_norm", "lr", "clip") if k in keys]
+    names = [k for k in COLUMNS if k in keys and k not in drop]
     evals = dict(zip(cols["eval_steps"].tolist(), cols["eval"].tolist()))
     with open(folder / "metrics.csv", "w", newline="") as fh:
         out = csv.writer(fh)
@@ -335,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--effects", default=",".join(EFFECTS), help="comma separated of none,small,large")
     ap.add_argument("--prompts", type=int, default=PROMPTS, help=f"prompts per step (default {PROMPTS})")
     ap.add_argument("--keys", choices=sorted(KEYS), default="trl", help="metric names to write (default trl)")
+    ap.add_argument("--drop", default="", help=f"columns to leave out, comma separated of {','.join(COLUMNS)}")
     ap.add_argument("--old-src", help="directory holding the old stabdiag/ package")
     ap.add_argument("--old-rev", help="git revision whose stabdiag is the old one (git archive)")
     ap.add_argument("--new-src", help="directory holding the new stabdiag/ package (default: this checkout)")
@@ -348,8 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     lengths = args.t or ((100, 300) if args.quick else LENGTHS)
     seeds = min(args.seeds, 5) if args.quick else args.seeds
     effects = tuple(e for e in args.effects.split(",") if e)
-    if not effects or any(e not in EFFECTS for e in effects) or seeds < 1:
-        print(f"error: --effects takes {','.join(EFFECTS)} and --seeds at least 1", file=sys.stderr)
+    drop = tuple(c for c in args.drop.split(",") if c)
+    if not effects or any(e not in EFFECTS for e in effects) or seeds < 1 or any(c not in COLUMNS for c in drop):
+        print(f"error: --effects takes {','.join(EFFECTS)}, --drop {','.join(COLUMNS)}, --seeds at least 1",
+              file=sys.stderr)
         return 2
     cells = [Cell(g, n, e) for e in effects for g in groups for n in lengths]
 
@@ -364,9 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for cell in cells:
         for seed in range(seeds):
-            write_run(tree / f"{cell.name}__s{seed}", make_run(cell, seed, args.prompts), KEYS[args.keys])
+            write_run(tree / f"{cell.name}__s{seed}", make_run(cell, seed, args.prompts), KEYS[args.keys], drop)
     print(f"{len(cells)} cells x {seeds} seeds = {len(cells) * seeds} runs ({args.keys} keys, {args.prompts} prompts"
-          f" per step) written to {tree} "
+          f" per step{', without ' + ','.join(drop) if drop else ''}) written to {tree} "
           f"in {time.perf_counter() - started:.1f} s")
     try:
         measured = [measure(impl, tree, cells, seeds, args.jobs) for impl in sides]
@@ -384,8 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in lines:
         print(f"  {line}")
     if args.save:
-        saved = {"seeds": seeds, "keys": args.keys, "prompts": args.prompts, "groups": groups, "lengths": lengths,
-                 "effects": effects, "sides": measured}
+        saved = {"seeds": seeds, "keys": args.keys, "prompts": args.prompts, "drop": drop, "groups": groups,
+                 "lengths": lengths, "effects": effects, "sides": measured}
         args.save.write_text(json.dumps(saved, indent=1) + "\n")
     return 0
 

@@ -135,6 +135,8 @@ def run_line(rec: dict) -> str:
     text = f"{rec['key']:<78} {rec['verdict']:<10} {root:<3}"
     if rec["error"]:
         return f"{text} {rec['error']}"
+    if rec["runs"] != 1:
+        text += f" ({rec['runs']} runs)"
     text += " " + (" ".join(rec["rules"]) or "-")
     if rec["downstream"]:
         text += "  | downstream: " + " ".join(rec["downstream"])
@@ -169,6 +171,20 @@ def print_families(records: list[dict]) -> None:
         _, pfail, pwarn = shares(counts)
         print(f"{group + '/' + family:<40}" + "".join(f"{counts[v]:>11}" for v in VERDICTS)
               + f"{pfail:>8.1f}%{pwarn:>8.1f}%")
+
+
+def print_unreadable(records: list[dict]) -> None:
+    """Why runs were unreadable, per family: stabdiag's error with the run's own path taken out."""
+    reasons: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for rec in records:
+        if rec["verdict"] == "unreadable":
+            what = rec["error"].split(": ", 2)[-1] if rec["error"].startswith("error: ") else rec["error"]
+            reasons[(rec["group"], rec["family"])][what[:110]] += 1
+    if reasons:
+        print("\nunreadable, by reason:")
+    for (group, family), counts in sorted(reasons.items()):
+        for what, n in counts.most_common():
+            print(f"  {group}/{family}: {n} x {what}")
 
 
 def print_rules(records: list[dict]) -> None:
@@ -210,8 +226,9 @@ def acceptance(records: list[dict]) -> list[str]:
     return lines + [f"MISS {m}" for m in misses]
 
 
-def compare(before: dict, after: list[dict]) -> None:
-    old = {r["key"]: r for r in before["records"]}
+def compare(before: dict, after: list[dict], only: list[str] = ()) -> None:
+    """Run by run and family by family; with `only`, the before side is cut to the same key prefixes."""
+    old = {r["key"]: r for r in before["records"] if not only or any(r["key"].startswith(p) for p in only)}
     new = {r["key"]: r for r in after}
 
     def brief(rec: dict | None) -> str:
@@ -226,7 +243,7 @@ def compare(before: dict, after: list[dict]) -> None:
     changed = [k for k in sorted(set(old) | set(new))
                if k not in old or k not in new or any(old[k][f] != new[k][f] for f in fields)]
     print(f"\ncompared with {before.get('implementation', '?')} ({before.get('version', '?')}): "
-          f"{len(changed)} of {len(new)} run(s) changed")
+          f"{len(changed)} of {len(set(old) | set(new))} run(s) changed")
     for key in changed:
         print(f"  {key}\n      before: {brief(old.get(key))}\n      after:  {brief(new.get(key))}")
     olds, news = family_counts(list(old.values())), family_counts(after)
@@ -291,9 +308,10 @@ def main(argv: list[str] | None = None) -> int:
         for rec in records:
             print(run_line(rec))
     print_rules(records)
+    print_unreadable(records)
     print_families(records)
     if before is not None:
-        compare(before, records)
+        compare(before, records, args.only)
     print(f"\nacceptance ({elapsed:.0f} s):")
     lines = acceptance(records)
     for line in lines:

@@ -260,8 +260,9 @@ def measure(impl: Implementation, tree: Path, cells: list[Cell], seeds: int, job
     result = check(impl, tree, extra=("--jobs", str(jobs)), timeout=3600)
     if result.error is not None:
         raise SystemExit(f"error: {impl.label}: stabdiag check {tree}: {result.error}")
+    found = outcomes(list(result.runs))
     return {"label": impl.label, "version": version_of(impl), "seconds": time.perf_counter() - started,
-            "cells": rates(cells, seeds, outcomes(list(result.runs)))}
+            "cells": rates(cells, seeds, found), "runs": found}
 
 
 # ---------------------------------------------------------------- report
@@ -348,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter that runs `-m stabdiag`")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="passed to `stabdiag check --jobs` (default 1)")
     ap.add_argument("--keep", type=Path, help="write the runs here and keep them (default: a temporary dir)")
-    ap.add_argument("--save", type=Path, help="write the rates per cell and rule to this JSON file")
+    ap.add_argument("--save", type=Path, help="write the rates per cell and rule, and each run's outcome, to JSON")
     args = ap.parse_args(argv)
 
     groups = args.g or ((8, 64) if args.quick else GROUP_SIZES)

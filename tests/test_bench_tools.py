@@ -121,7 +121,8 @@ def test_evidence_runs_a_two_cell_grid(tmp_path):
     [side] = result["sides"]
     assert set(side["cells"]) == {"G8_T100_none", "G8_T100_large"}
     assert all(row["runs"] == 1 and row["missing"] == 0 for row in side["cells"].values())
-    assert side["cells"]["G8_T100_large"]["detected"] in (0.0, 1.0)
+    large = side["runs"]["G8_T100_large__s0"]
+    assert side["cells"]["G8_T100_large"]["detected"] == float(large["root"] == 1 and large["l1"])
     assert "strong hack at layer 1, G=8, T>=100" in proc.stdout and "nulls, worst rule" in proc.stdout
     header = (tmp_path / "runs" / "G8_T100_large__s0" / "metrics.csv").read_text().splitlines()[0].split(",")
     assert header[:2] == ["step", "reward"] and "completions/clipped_ratio" in header

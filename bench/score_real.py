@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import shutil
 import sys
 import time
@@ -179,7 +180,8 @@ def print_unreadable(records: list[dict]) -> None:
     for rec in records:
         if rec["verdict"] == "unreadable":
             what = rec["error"].split(": ", 2)[-1] if rec["error"].startswith("error: ") else rec["error"]
-            reasons[(rec["group"], rec["family"])][what[:110]] += 1
+            what = re.sub(r"\(tried [^:()]+: ", "(tried FILE: ", what)       # one line per reason, not per file
+            reasons[(rec["group"], rec["family"])][what[:120]] += 1
     if reasons:
         print("\nunreadable, by reason:")
     for (group, family), counts in sorted(reasons.items()):

@@ -54,6 +54,7 @@ class Change:
     n_eff: float          # effective number of independent points
     rho: float            # lag-1 autocorrelation of the residuals (bias-corrected, clipped to 0..0.99)
     noise_sd: float       # residual sd used (never under the noise floor given)
+    fitted_range: float = math.nan   # range of the fitted curve over the window (hinge_change only)
 
     @property
     def z(self) -> float:
@@ -362,12 +363,13 @@ def hinge_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 
     top = 1 if fitted[1] > fitted[2] else 2
     d = at[top] - at[0]
     estimate = fitted[top] - fitted[0]
+    span = max(fitted) - min(fitted)
     if n_eff <= 4:
-        return Change(estimate, math.inf, -math.inf, math.inf, n, n_eff, rho, sd)
+        return Change(estimate, math.inf, -math.inf, math.inf, n, n_eff, rho, sd, span)
     cov = np.linalg.pinv(x.T @ x)
     se = sd * math.sqrt(max(float(d @ cov @ d), 0.0)) * math.sqrt((n - 3) / (n_eff - 3))
     q = t975(n_eff - 3)
-    return Change(estimate, se, estimate - q * se, estimate + q * se, n, n_eff, rho, sd)
+    return Change(estimate, se, estimate - q * se, estimate + q * se, n, n_eff, rho, sd, span)
 
 
 def _hinge_sse(u: np.ndarray, z: np.ndarray, taus: np.ndarray) -> np.ndarray:

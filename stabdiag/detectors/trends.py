@@ -68,14 +68,18 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     # the level the curve holds at its top, not the smoothed maximum: a maximum of a running median is
     # biased up by noise, and by how much depends on how many points were logged
     rise = float(np.median(r.values[int(np.argmax(smooth >= top)):last + 1])) - start_level
-    if rise <= 0 or r.steps[peak] - r.steps[0] < min_steps:
-        return None
-    rise_share = ev.share(rise, ev.smoothed_range(r.values))
-    if rise_share < min_rise_share:
+    if rise <= 0:
         return None
     # how sure: the rise read on the whole judged run's two-phase fit (evidence.hinge_change), not on a
     # window chosen where the curve is highest (that finds "significant" rises in a wandering null)
     trend = ev.hinge_change(r.steps, r.values, noise_floor=ev.binomial_floor(r.values))
+    # how large: a share of the range the fitted curve covers (a range read on the points themselves
+    # grows with their noise, and would call a large rise drowned in noise small, i.e. clean)
+    fitted_range = trend.fitted_range if math.isfinite(trend.fitted_range) else ev.smoothed_range(r.values)
+    rise_share = ev.share(rise, max(fitted_range, rise))
+    fit_share = ev.share(trend.estimate, max(fitted_range, trend.estimate))
+    if max(rise_share, fit_share) < min_rise_share:
+        return None             # small by the points and by the fit: judged, and clean
     window = (float(r.steps[0]), float(r.steps[last]))
     changes: dict[str, float] = {}
     unread: list[str] = []
@@ -96,8 +100,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     if not changes:
         return NotJudged(f"{said} by step {int(r.steps[peak])}, but no independent check could be read "
                          "against it: " + "; ".join(unread))
-    if trend.z < min_rise_z:
-        return NotJudged(f"too noisy to tell: {said}, z {trend.z:.1f} after autocorrelation (needs "
+    if trend.z < min_rise_z or rise_share < min_rise_share:
+        # large by one reading, but not sure (or the points and the fit disagree): never a pass
+        return NotJudged(f"too noisy to tell: {said}, trend z {trend.z:.1f} after autocorrelation (needs "
                          f"{min_rise_z:g}, n_eff {trend.n_eff:.0f}) while evals moved {_eval_summary(changes)}")
     onset = int(r.steps[np.argmax(smooth >= start_level + 0.25 * rise)])
     return Evidence(onset, int(r.steps[peak]), {

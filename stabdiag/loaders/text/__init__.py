@@ -1,5 +1,7 @@
 """Console logs that frameworks print, recognised by content (the first 512 KB), not by name:
 
+- nanoGPT family                    modded-nanogpt record logs (`step:N/M train_loss:... val_loss:...`
+  after the pasted script), llm.c's console, Karpathy's nanoGPT (see nanogpt)
 - Megatron-LM / Megatron-DeepSpeed  `iteration 100/ 1000 | ... | lm loss: 2.3E+00 | grad norm: ... |`
   and `validation loss at iteration N | lm loss value: ... |` (see _megatron)
 - DeepSpeed-Chat PPO                `epoch: 0|step: 42|ppo_ep: 1|act_loss: ...|cri_loss: ...` followed by
@@ -30,7 +32,7 @@ from ...errors import InputError
 from ...run import Run
 from .. import _common
 from .._common import Points
-from . import _console, _megatron, hf_console, loop
+from . import _console, _megatron, hf_console, loop, nanogpt
 
 _DSCHAT = re.compile(r"epoch:\s*(\d+)\s*\|\s*step:\s*(\d+)\s*\|(.*)")
 _DSCHAT_REWARD = re.compile(r"average reward score:\s*(\S+)")
@@ -38,11 +40,14 @@ _LLMC = re.compile(r"^s:(\d+)\s+(\w+:\S+(?:\s+\w+:\S+)*)\s*$")    # pairs split 
 _VERL = re.compile(r"(?:^|[\s)])step:(\d+)\s+-\s+(.*)$")
 _OVERFLOW = re.compile(r"OVERFLOW!|Skipping step", re.IGNORECASE)
 _SNIFF_BYTES = 512 * 1024   # a launcher's argument and config dump can run to a few hundred KB
-_FORMAT_NAMES = {"megatron": "Megatron console", "dschat": "DeepSpeed-Chat console", "llmc": "llm.c main.log",
+_FORMAT_NAMES = {"nanogpt": "nanoGPT-family console",
+                 "megatron": "Megatron console", "dschat": "DeepSpeed-Chat console", "llmc": "llm.c main.log",
                  "verl": "verl console", "hf": hf_console.FORMAT, "loop": loop.FORMAT}
 
 
 def _format_of(text: str) -> str | None:
+    if nanogpt.sniff(text):
+        return "nanogpt"
     lines = text.splitlines()
     if _megatron.RECORD.search(text):
         return "megatron"
@@ -76,7 +81,7 @@ def load(path: str, **options) -> Run:
     fmt = _format_of(text[:_SNIFF_BYTES]) or (_format_of(text) if len(text) > _SNIFF_BYTES else None)
     if fmt is None:
         raise InputError(path, "no metric lines of a known console format found")
-    reader = {"megatron": _megatron.read, "dschat": _read_dschat, "llmc": _read_llmc,
+    reader = {"nanogpt": nanogpt.read, "megatron": _megatron.read, "dschat": _read_dschat, "llmc": _read_llmc,
               "verl": _read_verl, "hf": hf_console.read, "loop": loop.read}[fmt]
     complete, cut = without_unfinished_line(text)
     try:

@@ -5,7 +5,8 @@
 - Megatron-LM / Megatron-DeepSpeed  `iteration 100/ 1000 | ... | lm loss: 2.3E+00 | grad norm: ... |`
   and `validation loss at iteration N | lm loss value: ... |` (see _megatron)
 - DeepSpeed-Chat PPO                `epoch: 0|step: 42|ppo_ep: 1|act_loss: ...|cri_loss: ...` followed by
-  `average reward score: ...`
+  `average reward score: ...`; its SFT, reward-model and DPO steps (`***** Evaluating perplexity,
+  Epoch 1/16 *****`, DeepSpeed's timer lines; see dschat)
 - llm.c main.log                    `s:0 trl:11.0 lr:0.0006 norm:1.2` and `s:250 tel:6.17`
 - verl console                      `step:83 - actor/entropy:0.53 - actor/kl_loss:nan - ...`, with or
   without a `(main_task pid=...)` prefix
@@ -32,7 +33,7 @@ from ...errors import InputError
 from ...run import Run
 from .. import _common
 from .._common import Points
-from . import _console, _megatron, hf_console, loop, nanogpt
+from . import _console, _megatron, dschat, hf_console, loop, nanogpt
 
 _DSCHAT = re.compile(r"epoch:\s*(\d+)\s*\|\s*step:\s*(\d+)\s*\|(.*)")
 _DSCHAT_REWARD = re.compile(r"average reward score:\s*(\S+)")
@@ -41,7 +42,8 @@ _VERL = re.compile(r"(?:^|[\s)])step:(\d+)\s+-\s+(.*)$")
 _OVERFLOW = re.compile(r"OVERFLOW!|Skipping step", re.IGNORECASE)
 _SNIFF_BYTES = 512 * 1024   # a launcher's argument and config dump can run to a few hundred KB
 _FORMAT_NAMES = {"nanogpt": "nanoGPT-family console",
-                 "megatron": "Megatron console", "dschat": "DeepSpeed-Chat console", "llmc": "llm.c main.log",
+                 "megatron": "Megatron console", "dschat": "DeepSpeed-Chat console",
+                 "dschat_stage": dschat.FORMAT, "llmc": "llm.c main.log",
                  "verl": "verl console", "hf": hf_console.FORMAT, "loop": loop.FORMAT}
 
 
@@ -53,6 +55,8 @@ def _format_of(text: str) -> str | None:
         return "megatron"
     if any(_DSCHAT.search(line) for line in lines):
         return "dschat"
+    if dschat.sniff(text):
+        return "dschat_stage"
     if sum(1 for line in lines if _LLMC.match(line.strip())) >= 2:
         return "llmc"
     if any(_VERL.search(line) and ":" in _VERL.search(line).group(2) for line in lines):
@@ -81,8 +85,9 @@ def load(path: str, **options) -> Run:
     fmt = _format_of(text[:_SNIFF_BYTES]) or (_format_of(text) if len(text) > _SNIFF_BYTES else None)
     if fmt is None:
         raise InputError(path, "no metric lines of a known console format found")
-    reader = {"nanogpt": nanogpt.read, "megatron": _megatron.read, "dschat": _read_dschat, "llmc": _read_llmc,
-              "verl": _read_verl, "hf": hf_console.read, "loop": loop.read}[fmt]
+    reader = {"nanogpt": nanogpt.read, "megatron": _megatron.read, "dschat": _read_dschat,
+              "dschat_stage": dschat.read, "llmc": _read_llmc, "verl": _read_verl, "hf": hf_console.read,
+              "loop": loop.read}[fmt]
     complete, cut = without_unfinished_line(text)
     try:
         run = reader(path, complete)

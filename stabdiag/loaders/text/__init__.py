@@ -30,15 +30,18 @@ from dataclasses import replace
 from ..._textio import unfinished_line_note, without_unfinished_line
 from ...ending import ending_of_console
 from ...errors import InputError
-from ...run import Run
+from ...run import Run, run_name_for
 from .. import _common
 from .._common import Points
-from . import _console, _megatron, dschat, hf_console, loop, nanogpt
+from . import _console, _megatron, _pairs, dschat, hf_console, loop, nanogpt
+from ._pairs import series_of_rows
 
 _DSCHAT = re.compile(r"epoch:\s*(\d+)\s*\|\s*step:\s*(\d+)\s*\|(.*)")
 _DSCHAT_REWARD = re.compile(r"average reward score:\s*(\S+)")
 _LLMC = re.compile(r"^s:(\d+)\s+(\w+:\S+(?:\s+\w+:\S+)*)\s*$")    # pairs split by blanks: no backtracking
 _VERL = re.compile(r"(?:^|[\s)])step:(\d+)\s+-\s+(.*)$")
+_VERL_ROW = re.compile(r"(?:^|[ \t)])step:(\d{1,18})[ \t]+-[ \t]+([^\n]*)", re.MULTILINE)
+_VERL_PAIR = _pairs.combined(r"(?:(?<=\x01)|(?<= - ))[ \t]*([^\s:][^:\n]*?):[ \t]*(\S*?)(?=[ \t]+-[ \t]|[ \t]*$)")
 _OVERFLOW = re.compile(r"OVERFLOW!|Skipping step", re.IGNORECASE)
 _SNIFF_BYTES = 512 * 1024   # a launcher's argument and config dump can run to a few hundred KB
 _FORMAT_NAMES = {"nanogpt": "nanoGPT-family console",
@@ -71,7 +74,7 @@ def _format_of(text: str) -> str | None:
 def can_load(path: str) -> bool:
     if _common.is_not_log(path):
         return False
-    text = _common.head(path, _SNIFF_BYTES)
+    text = _common.head(path, _SNIFF_BYTES, stray_nuls=True)
     if text is None:
         return False
     # an HF console beside trainer_state.json is read too: assembly deduplicates the copies and takes
@@ -174,20 +177,11 @@ def _read_llmc(path: str, text: str) -> Run:
 
 
 def _read_verl(path: str, text: str) -> Run:
-    points, metric_lines = Points(skip_repeats=True), 0
-    lines = [line for line in text.splitlines() if line.strip()]
-    for line in lines:
-        match = _VERL.search(line)
-        if not match:
-            continue
-        step = int(match.group(1))
-        read = 0
-        for part in match.group(2).split(" - "):
-            key, sep, raw = part.strip().partition(":")
-            value = _common.number(raw) if sep else None
-            if value is not None and key:
-                points.add(step, key, value)
-                read += 1
-        metric_lines += read > 0
-    notes = [_summary_note(path, "verl console", metric_lines, len(lines))]
-    return points.to_run(path, framework="verl", fmt="verl console", notes=notes)
+    if "\x1b" in text:                     # Ray colours its `(TaskRunner pid=...)` prefixes
+        text = _console.ANSI.sub("", text)
+    rows = _VERL_ROW.findall(text)
+    series = series_of_rows(rows, _VERL_PAIR)
+    if not series:
+        raise InputError(path, "no metric lines found (read as verl console)")
+    notes = [_summary_note(path, "verl console", len(rows), _console.physical_lines(text))]
+    return Run(run_name_for(path), series, (path,), {"format": "verl console", "framework": "verl"}, tuple(notes))

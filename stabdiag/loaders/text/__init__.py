@@ -88,27 +88,46 @@ def load(path: str, **options) -> Run:
     fmt = _format_of(text[:_SNIFF_BYTES]) or (_format_of(text) if len(text) > _SNIFF_BYTES else None)
     if fmt is None:
         raise InputError(path, "no metric lines of a known console format found")
-    reader = {"nanogpt": nanogpt.read, "megatron": _megatron.read, "dschat": _read_dschat,
-              "dschat_stage": dschat.read, "llmc": _read_llmc, "verl": _read_verl, "hf": hf_console.read,
-              "loop": loop.read}[fmt]
     complete, cut = without_unfinished_line(text)
     try:
-        run = reader(path, complete)
+        run = _read_as(fmt, path, complete)
     except InputError as exc:
         if cut is None:
             raise
         raise InputError(path, f"{exc.problem}; the last line ({cut}) has no newline yet (the file is still being "
                                "written?) and was not read", line=exc.line, key=exc.key) from None
-    except (ValueError, IndexError, KeyError, OverflowError, ZeroDivisionError) as exc:
-        # a reader's own slip on an odd line must not stop the other files of the run from loading
-        raise InputError(path, f"could not be read as {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {exc}); "
-                               "please report this file") from None
     ending = ending_of_console(text, os.path.basename(path))     # the whole text: a crash's last words count
     if ending is not None:
         run.meta["ending"] = ending
     if cut is not None and _has_numbers(text[len(complete):]):
         run = replace(run, notes=run.notes + (unfinished_line_note(path, cut),))
     return run
+
+
+def read_console(path: str, text: str) -> Run:
+    """Console text already in memory (a notebook's stored cell outputs) read as its format; InputError
+    naming `path` when it holds no metric lines of a known format."""
+    fmt = _format_of(text[:_SNIFF_BYTES]) or (_format_of(text) if len(text) > _SNIFF_BYTES else None)
+    if fmt is None:
+        raise InputError(path, "no metric lines of a known console format found")
+    return _read_as(fmt, path, text)
+
+
+def is_console(text: str) -> bool:
+    """The text holds metric lines of a console format this package reads."""
+    return _format_of(text[:_SNIFF_BYTES]) is not None
+
+
+def _read_as(fmt: str, path: str, text: str) -> Run:
+    reader = {"nanogpt": nanogpt.read, "megatron": _megatron.read, "dschat": _read_dschat,
+              "dschat_stage": dschat.read, "llmc": _read_llmc, "verl": _read_verl, "hf": hf_console.read,
+              "loop": loop.read}[fmt]
+    try:
+        return reader(path, text)
+    except (ValueError, IndexError, KeyError, OverflowError, ZeroDivisionError) as exc:
+        # a reader's own slip on an odd line must not stop the other files of the run from loading
+        raise InputError(path, f"could not be read as {_FORMAT_NAMES[fmt]} ({type(exc).__name__}: {exc}); "
+                               "please report this file") from None
 
 
 def _has_numbers(line: str) -> bool:

@@ -84,7 +84,7 @@ def _model_config(path: str, notes: list[str]) -> dict:
     try:
         import yaml
 
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))   # libyaml when built
     except Exception as exc:       # noqa: BLE001  (yaml missing or the file is not YAML: the values still count)
         iters = _TRAIN_ITERS.search(text)
         notes.append(f"model_config.yaml: not read as YAML ({type(exc).__name__})")

@@ -33,15 +33,19 @@ from ...errors import InputError
 from ...run import Run, run_name_for
 from .. import _common
 from .._common import Points
-from . import _console, _megatron, _pairs, dschat, hf_console, loop, nanogpt
-from ._pairs import series_of_rows
+from . import _console, _megatron, dschat, hf_console, loop, nanogpt
+from ._pairs import lines_text, series_by_shape
 
 _DSCHAT = re.compile(r"epoch:\s*(\d+)\s*\|\s*step:\s*(\d+)\s*\|(.*)")
 _DSCHAT_REWARD = re.compile(r"average reward score:\s*(\S+)")
 _LLMC = re.compile(r"^s:(\d+)\s+(\w+:\S+(?:\s+\w+:\S+)*)\s*$")    # pairs split by blanks: no backtracking
-_VERL = re.compile(r"(?:^|[\s)])step:(\d+)\s+-\s+(.*)$")
-_VERL_ROW = re.compile(r"(?:^|[ \t)])step:(\d{1,18})[ \t]+-[ \t]+([^\n]*)", re.MULTILINE)
-_VERL_PAIR = _pairs.combined(r"(?:(?<=\x01)|(?<= - ))[ \t]*([^\s:][^:\n]*?):[ \t]*(\S*?)(?=[ \t]+-[ \t]|[ \t]*$)")
+# the sniffers' forms of Megatron's, _DSCHAT's, _LLMC's and verl's records: a literal first, blanks on the line
+_MEGATRON_SNIFF = re.compile(r"iteration\s+\d+\s*/\s*\d+\s*\|")
+_DSCHAT_SNIFF = re.compile(r"epoch:[ \t]*\d+[ \t]*\|[ \t]*step:[ \t]*\d+[ \t]*\|")
+_LLMC_SNIFF = re.compile(r"\n[ \t]*s:\d+[ \t]+\w+:\S+(?:[ \t]+\w+:\S+)*[ \t]*(?=\n)")
+_VERL_SNIFF = re.compile(r"step:\d+[ \t]+-[ \t]+[^\n]*:")
+_VERL_HEAD = r"step:(\d{1,18})[ \t]+-[ \t]+"     # a literal first: see _pairs
+_VERL_ROW = re.compile(_VERL_HEAD + r"([^\n]*)")
 _OVERFLOW = re.compile(r"OVERFLOW!|Skipping step", re.IGNORECASE)
 _SNIFF_BYTES = 512 * 1024   # a launcher's argument and config dump can run to a few hundred KB
 _FORMAT_NAMES = {"nanogpt": "nanoGPT-family console",
@@ -51,24 +55,29 @@ _FORMAT_NAMES = {"nanogpt": "nanoGPT-family console",
 
 
 def _format_of(text: str) -> str | None:
+    # the record patterns are searched for in the whole text, each behind a literal it must contain,
+    # which str's `in` finds at C speed: a 2 MB verl log is sniffed in milliseconds, not line by line
     if nanogpt.sniff(text):
         return "nanogpt"
-    lines = text.splitlines()
-    if _megatron.RECORD.search(text):
+    if "iteration" in text and _MEGATRON_SNIFF.search(text):
         return "megatron"
-    if any(_DSCHAT.search(line) for line in lines):
+    if "epoch:" in text and _DSCHAT_SNIFF.search(text):
         return "dschat"
-    if dschat.sniff(text):
+    if "***** Evaluating " in text and dschat.sniff(text):
         return "dschat_stage"
-    if sum(1 for line in lines if _LLMC.match(line.strip())) >= 2:
+    if "s:" in text and _two(_LLMC_SNIFF.finditer(lines_text(text))):
         return "llmc"
-    if any(_VERL.search(line) and ":" in _VERL.search(line).group(2) for line in lines):
+    if "step:" in text and _VERL_SNIFF.search(text):
         return "verl"
     if hf_console.sniff(text):
         return "hf"
     if loop.sniff(text):
         return "loop"
     return None
+
+
+def _two(found) -> bool:
+    return next(found, None) is not None and next(found, None) is not None
 
 
 def can_load(path: str) -> bool:
@@ -198,9 +207,10 @@ def _read_llmc(path: str, text: str) -> Run:
 def _read_verl(path: str, text: str) -> Run:
     if "\x1b" in text:                     # Ray colours its `(TaskRunner pid=...)` prefixes
         text = _console.ANSI.sub("", text)
-    rows = _VERL_ROW.findall(text)
-    series = series_of_rows(rows, _VERL_PAIR)
+    text = lines_text(text)
+    rows = [m.groups() for m in _VERL_ROW.finditer(text) if text[m.start() - 1] in " \t)\n"]  # `step:` starts a word
+    series = series_by_shape(text, rows, _VERL_HEAD, " - ")
     if not series:
         raise InputError(path, "no metric lines found (read as verl console)")
-    notes = [_summary_note(path, "verl console", len(rows), _console.physical_lines(text))]
+    notes = [_summary_note(path, "verl console", len(rows), text.count("\n") + 1)]
     return Run(run_name_for(path), series, (path,), {"format": "verl console", "framework": "verl"}, tuple(notes))

@@ -32,17 +32,18 @@ from .._common import Points
 
 FORMAT = "DeepSpeed-Chat SFT/reward/DPO console"
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|(?i:nan|inf))"
-HEADER = re.compile(r"^\*{5} Evaluating (perplexity|rewards?), Epoch (\d{1,9})/(\d{1,9}) \*{5}", re.MULTILINE)
+HEADER = re.compile(r"(?m)^\*{5} Evaluating (perplexity|rewards?), Epoch (\d{1,9})/(\d{1,9}) \*{5}")
+# one pass over the text; every alternative starts with a literal, and line starts are a literal newline
+# (the text gets one in front), so the engine skips from candidate to candidate (see _pairs)
 _EVENTS = re.compile(
-    r"^\*{5} Evaluating (perplexity|rewards?), Epoch (\d{1,9})/\d{1,9} \*{5}"                  # 1 2
+    r"\n\*{5} Evaluating (perplexity|rewards?), Epoch (\d{1,9})/\d{1,9} \*{5}"                 # 1 2
     r"|/global_step=(\d{1,18}), RunningAvgSamplesPerSec=\S+, CurrSamplesPerSec=(" + _NUM + r"), "
     r"MemAllocated=(" + _NUM + r")GB, MaxMemAllocated=(" + _NUM + r")GB"                        # 3 4 5 6
     r"|\] step=(\d{1,18}), skipped=(\d{1,18}), lr=\[(" + _NUM + r")"                           # 7 8 9
-    r"|^Epoch \d{1,9}/\d{1,9} with loss (" + _NUM + r")[ \t]*$"                                  # 10
-    r"|^Epoch: (\d{1,9}), Step: (\d{1,18}), Rank: 0, loss = (?:tensor\()?(" + _NUM + r")"      # 11 12 13
-    r"|^Beginning of Epoch \d{1,9}/\d{1,9}, Total Micro Batches (\d{1,18})"                     # 14
-    r"|^((?:ppl|chosen_last_scores|chosen): [^\n]*|chosen_last_scores \(higher[^\n]*)$",       # 15
-    re.MULTILINE)
+    r"|\nEpoch \d{1,9}/\d{1,9} with loss (" + _NUM + r")[ \t]*(?=\n)"                            # 10
+    r"|\nEpoch: (\d{1,9}), Step: (\d{1,18}), Rank: 0, loss = (?:tensor\()?(" + _NUM + r")"     # 11 12 13
+    r"|\nBeginning of Epoch \d{1,9}/\d{1,9}, Total Micro Batches (\d{1,18})"                    # 14
+    r"|\n((?:ppl|chosen_last_scores|chosen): [^\n]*|chosen_last_scores \(higher[^\n]*)(?=\n)")  # 15
 _EVAL_PAIR = re.compile(r"([a-z_]+)(?: \([a-z ]+ is better\))? ?: (" + _NUM + r")")
 _EVAL_NAMES = {"ppl": "eval_ppl", "loss": "eval_loss", "acc": "eval_accuracy",
                "chosen_last_scores": "eval_chosen_score", "rejected_last_scores": "eval_rejected_score",
@@ -61,7 +62,7 @@ def read(path: str, text: str) -> Run:
     per_epoch, ratio = None, _ratio(text)
     losses: dict[int, list[float]] = defaultdict(list)
     for (kind, _epoch, g_step, curr, mem, max_mem, l_step, _skipped, lr, epoch_loss,
-         p_epoch, p_step, p_loss, micro_batches, result) in _EVENTS.findall(text):
+         p_epoch, p_step, p_loss, micro_batches, result) in _EVENTS.findall("\n" + text + "\n"):
         if kind:
             pending = kind
         elif g_step:

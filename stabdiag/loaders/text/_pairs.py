@@ -1,11 +1,12 @@
-"""`key:value` pairs of many console lines read at the speed of a bare loop over the lines.
+"""`key:value` pairs of many console lines, read without a Python loop over the pairs where it can.
 
 A console reader finds its record lines with one regex over the whole text that starts with a
-literal (`\\nstep:`: Python's regex engine then jumps from record to record instead of trying every
-position, as it does for `^` in MULTILINE mode); `findall` gives the rows as (step, body) strings.
-`series_of_rows` splits each body with str methods, collects each key's raw values in a list and
-converts a whole column at once (`map(float, ...)`), so the Python work per pair is a partition and
-two appends.  bench/text_readers.py measures the readers against `for line in f: line.split()`.
+literal (`\\nstep:`, `step:`: Python's regex engine then jumps from candidate to candidate instead of
+trying every position, as it does for `^` in MULTILINE mode); `findall` gives the rows as (step, body)
+strings.  `series_by_shape` turns each key sequence the rows share into one regex whose `findall`
+gives the values column by column; `series_of_rows` (the general case) splits each body with str
+methods and collects each key's raw values.  Either way a whole column is converted at once
+(`map(float, ...)`).  bench/text_readers.py times the readers against `for line in f: line.split()`.
 """
 
 from __future__ import annotations

@@ -86,11 +86,20 @@ def test_a_sparse_grid_keeps_its_steps(tmp_path):
     assert run.series["lm loss"].steps.tolist() == [1, 5, 10, 100]
 
 
+def test_the_older_list_form_takes_its_steps_from_the_grid(tmp_path):
+    data = {"lm loss": {"start_step": 0, "end_step": 15, "step_interval": 5, "values": [11.0, 9.5, 8.8, "nan"]},
+            "iteration-time": {"start_step": 0, "end_step": 15, "values": [1.0, 2.0]}}       # no interval
+    [run] = assemble.load(str(_golden(tmp_path, data).parent))
+    assert run.series["lm loss"].steps.tolist() == [0, 5, 10, 15]
+    assert math.isnan(run.series["lm loss"].values[-1])
+    assert "iteration-time" not in run.series and any("no values object" in n for n in run.notes)
+
+
 def test_a_file_without_loss_is_read_with_a_note(tmp_path):
     data = {k: v for k, v in _training().items() if k in ("mem-allocated-bytes", "iteration-time")}
     [run] = assemble.load(str(_golden(tmp_path, data).parent))
     assert set(run.series) == {"mem-allocated-bytes", "iteration-time"}
-    assert any("no 'lm loss' series" in n for n in run.notes)
+    assert any("no loss series such as 'lm loss'" in n for n in run.notes)
     assert diagnose(run).verdict == "unknown"
 
 

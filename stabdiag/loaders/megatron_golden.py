@@ -3,6 +3,7 @@
     {"lm loss": {"start_step": 1, "end_step": 50, "step_interval": 1, "values": {"1": 10.60965, ...}},
      "num-zeros": {...}, "iteration-time": {...}, "mem-allocated-bytes": {...}}
 
+(older files, and NeMo's, give `values` as a list: at start_step + i * step_interval),
 usually `golden_values_<env>_<platform>.json` beside the test's `model_config.yaml`.  Keys keep
 Megatron's TensorBoard names (`lm loss` feeds the loss signal, `num-zeros` grad_zeros; `iteration-time`
 is the step time, in seconds); a value written as "nan" (a step the test did not time) stays NaN.  A
@@ -49,6 +50,8 @@ def load(path: str, **options) -> Run:
     skipped: list[str] = []
     for key, entry in data.items():
         values = entry.get("values") if isinstance(entry, dict) else None
+        if isinstance(values, list):        # the older form: steps from start_step and step_interval
+            values = _listed_steps(entry, values)
         if not isinstance(values, dict):
             skipped.append(key)
             continue
@@ -59,9 +62,9 @@ def load(path: str, **options) -> Run:
     name = os.path.basename(path)
     notes = [f"{name}: read {len(data) - len(skipped)} metric(s) of Megatron golden values"]
     if skipped:
-        notes.append(f"{name}: {', '.join(skipped[:5])}: no values object, not read")
-    if _LOSS_KEY not in data:
-        notes.append(f"{name}: no '{_LOSS_KEY}' series (a throughput or memory test): read only "
+        notes.append(f"{name}: {', '.join(skipped[:5])}: no values object (or list without its step grid), not read")
+    if not any("loss" in key for key in data if key not in skipped):
+        notes.append(f"{name}: no loss series such as '{_LOSS_KEY}' (a throughput or memory test): read only "
                      f"{', '.join(k for k in data if k not in skipped)}, on which no layer is judged")
     meta: dict = {}
     config = _model_config(os.path.join(os.path.dirname(path), "model_config.yaml"), notes)
@@ -71,6 +74,14 @@ def load(path: str, **options) -> Run:
         if isinstance(iters, int) and not isinstance(iters, bool):
             meta["planned_steps"] = iters
     return points.to_run(path, framework="Megatron-LM", fmt=FORMAT, notes=notes, meta=meta)
+
+
+def _listed_steps(entry: dict, values: list) -> dict | None:
+    """{step: value} of a values list, at start_step + i * step_interval; None without those two."""
+    start, interval = entry.get("start_step"), entry.get("step_interval")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, interval)) or interval <= 0:
+        return None
+    return {start + i * interval: value for i, value in enumerate(values)}
 
 
 def _model_config(path: str, notes: list[str]) -> dict:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import tabular, tensorboard, text, trainer_state, wandb
+from . import megatron_golden, tabular, tensorboard, text, trainer_state, wandb
 from .text import notebook
 
-LOADERS: tuple[ModuleType, ...] = (wandb, tensorboard, tabular, trainer_state, notebook, text)
+LOADERS: tuple[ModuleType, ...] = (wandb, tensorboard, megatron_golden, tabular, trainer_state, notebook, text)
 
 
 def loader_for(path: str) -> ModuleType | None:

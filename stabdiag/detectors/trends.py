@@ -48,9 +48,11 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     Each flat curve (an eval) is regressed on the rising curve's level at the eval's own steps, that level
     scaled 0 (start) to 1 (top): the slope is the eval's change over the whole rise, read against its own
     scale (its level, or its headroom to 1 where it lies on 0..1 and that is smaller).  It tracks the rise
-    if that change is `flat_se` (autocorrelation-corrected) standard errors above 0 (an eval that rose
-    significantly is never flat); it is flat if it is under `max_flat_gain_rel` of its scale and, `flat_se`
-    standard errors higher, still under `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is
+    if that change is `flat_se` (autocorrelation-corrected) standard errors above 0 and over
+    `max_flat_gain_rel` of its scale (sure and large, as every finding here), or if it rose that surely
+    and that much from the rise's start to its later level (a jump, then a hold); it is flat if it is
+    under `max_flat_gain_rel` of its scale and, `flat_se` standard errors higher, still under
+    `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is
     an eval whose points see under `min_covered_frac` of the rise.  Fires when a large, sure rise meets
     a flat eval; not judged when the rise is large but not sure (too noisy to tell) or no eval could be read."""
     r = rising.finite()
@@ -136,7 +138,7 @@ def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: 
     room = ev.headroom(level, c.values)
     scale = rise if shared_units else (min(level, room) if room is not None and room > 0 else level)
     rel, rel_se = gain / scale, gain_se / scale
-    if rel - se_count * rel_se > 0:
+    if rel - se_count * rel_se > 0 and rel > gain_rel:
         return "tracks"
     # an eval that rose surely from where the rise began to its later level (a jump, then a hold, which a
     # line through the progress reads poorly) tracks too

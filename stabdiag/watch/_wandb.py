@@ -58,10 +58,7 @@ class LogFollower(Follower):
                         continue
                     log.pos = HEADER_LEN
                     log.contents = _contents(pb)
-                for offset, payload, end in framed_records(data, [], log.pos):
-                    # a copy: the buffered rows outlive the mapping; only the new records are copied
-                    add_payload(log.contents, bytes(payload), offset, pb, decode_error)
-                    log.pos = end
+                _take_new(log, data, pb, decode_error)
             log.contents.history.flush()
             rows = len(log.contents.history.row_steps)
             new = new or rows > log.rows
@@ -74,6 +71,15 @@ class LogFollower(Follower):
                 for log in sorted(self._logs.values(), key=lambda g: g.path) if log.contents is not None]
         runs = [r for r in runs if r.series]
         return merge_runs(name, runs) if runs else None
+
+
+def _take_new(log: _Log, data, pb, decode_error) -> None:
+    """The records after `log.pos` into its contents.  In a function of its own so that no view into the
+    mapping outlives it (the mapping is closed after)."""
+    for offset, payload, end in framed_records(data, [], log.pos):
+        # a copy: the buffered rows outlive the mapping; only the new records are copied
+        add_payload(log.contents, bytes(payload), offset, pb, decode_error)
+        log.pos = end
 
 
 def _contents(pb) -> LogContents:

@@ -150,10 +150,12 @@ def _alert(argv: tuple[str, ...], event: Event, err) -> None:
     a command that fails is a warning, never the end of the watch."""
     try:
         done = subprocess.run(list(argv), input=json.dumps(event.to_dict()) + "\n", text=True,
-                              stdout=err, stderr=err, timeout=60, check=False)
+                              capture_output=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         print(f"warning: --on-alert: {argv[0]}: {exc}", file=err)
         return
+    if done.stdout or done.stderr:          # never on stdout: that is the events' stream
+        err.write(done.stdout + done.stderr)
     if done.returncode:
         print(f"warning: --on-alert: {argv[0]} exited {done.returncode}", file=err)
 

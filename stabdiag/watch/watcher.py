@@ -50,12 +50,11 @@ class Watcher:
 
     def __init__(self, paths: list[str], settings: WatchSettings | None = None) -> None:
         from ..engine import diagnose
-        from ..rules import load_rules, select_rules
 
         self.settings = s = settings or WatchSettings()
         self.paths = list(paths)
         # loaded once, and a bad --select fails here, before any file is read
-        self._rules = s.rules if s.rules is not None else select_rules(load_rules(s.rules_dirs), s.select, s.ignore)
+        self._rules = s.rules if s.rules is not None else chosen_rules(s.rules_dirs, s.select, s.ignore)
         self._diagnose = diagnose
         self.finders = [_finder(p, s) for p in self.paths]
         self.findings: dict[str, dict[str, Finding]] = {}
@@ -132,6 +131,19 @@ class Watcher:
                     if problem not in said:
                         said.add(problem)
                         print(f"warning: {problem}", file=err)
+
+
+def chosen_rules(rules_dirs: list[str] | None, select: list[str] | None, ignore: list[str] | None) -> tuple:
+    """The rules to judge with, loaded once; a --select or --ignore prefix that names no rule is refused."""
+    from ..rules import load_rules, select_rules
+
+    rules = load_rules(rules_dirs)
+    for flag, prefixes in (("select", select), ("ignore", ignore)):
+        for prefix in prefixes or ():
+            if not select_rules(rules, [prefix]):
+                raise ConfigError(f"{flag}: no rule id or prefix {prefix!r} (ids look like L3.loss-spike; "
+                                  "`stabdiag rules list` lists them)")
+    return select_rules(rules, select, ignore)
 
 
 def _finder(path: str, s: WatchSettings):

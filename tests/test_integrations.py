@@ -70,7 +70,28 @@ def test_monitor_stops_only_on_chosen_layers():
     assert any(f.layer == 3 for f in monitor.diagnosis.findings)
 
 
+def test_max_overhead_spaces_checks_by_their_cost(monkeypatch):
+    import stabdiag.engine
+
+    clock = [0.0]
+    real = stabdiag.engine.diagnose
+
+    def slow_diagnose(*args, **kwargs):  # each judgement takes 1 s of the fake clock
+        clock[0] += 1.0
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stabdiag.engine, "diagnose", slow_diagnose)
+    monitor = Monitor(check_every=1, max_overhead=0.01)
+    monitor._clock = lambda: clock[0]
+    monitor._checked_at = 0.0
+    for step in range(1, 401):
+        clock[0] += 0.5                  # a step takes 0.5 s: 200 s of training
+        monitor.log(step, {"loss": 1.0})
+    assert 1 <= monitor.checks <= 3      # 1% of 200 s is 2 s: two checks of 1 s (a third may start)
+
+
 @pytest.mark.parametrize("kwargs, word", [({"check_every": 0}, "check_every"), ({"stop_on": "error"}, "stop_on"),
+                                          ({"max_overhead": 2.0}, "max_overhead"),
                                           ({"stop_layers": (5,)}, "stop_layers"), ({"select": ["L9"]}, "L9")])
 def test_monitor_refuses_bad_settings(kwargs, word):
     with pytest.raises(ConfigError, match=word):

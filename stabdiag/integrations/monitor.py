@@ -21,14 +21,18 @@ class Monitor:
     """Judges the metrics a loop logs, every `check_every` steps.
 
     `stop_on`: the severity that asks to stop ("fail", "warn", or None: never); `stop_layers`: the layers
-    whose findings may stop the run (default all four); the rest (`mapping`, `select`, `ignore`, `params`,
-    `rules_dirs`, `guess`) as for `stabdiag.diagnose`."""
+    whose findings may stop the run (default all four); `max_overhead` (e.g. 0.01): a due check waits while
+    the last one took more than this fraction of the time since it, so that judging a long history never
+    costs more than that share of training (checks come later instead); the rest (`mapping`, `select`,
+    `ignore`, `params`, `rules_dirs`, `guess`) as for `stabdiag.diagnose`."""
 
     def __init__(self, *, name: str = "run", check_every: int = 10, stop_on: str | None = "fail",
                  stop_layers: Sequence[int] = (1, 2, 3, 4), output_dir: str | os.PathLike[str] | None = None,
                  mapping: dict[str, str] | None = None, select: list[str] | None = None,
                  ignore: list[str] | None = None, params: dict | None = None, rules_dirs: list[str] | None = None,
-                 guess: bool = True) -> None:
+                 guess: bool = True, max_overhead: float | None = None) -> None:
+        import time
+
         from ..watch.watcher import chosen_rules
 
         if not isinstance(check_every, int) or check_every < 1:
@@ -37,7 +41,11 @@ class Monitor:
             raise ConfigError(f"stop_on: expected one of warn, fail or None; got {stop_on!r}")
         if not set(stop_layers) <= {1, 2, 3, 4}:
             raise ConfigError(f"stop_layers: expected layers among 1, 2, 3, 4; got {list(stop_layers)!r}")
+        if max_overhead is not None and not 0 < max_overhead <= 1:
+            raise ConfigError(f"max_overhead: expected a fraction in (0, 1]; got {max_overhead!r}")
         self.name, self.check_every, self.stop_on = name, check_every, stop_on
+        self.max_overhead, self._clock = max_overhead, time.perf_counter
+        self._checked_at, self._check_s = self._clock(), 0.0
         self.stop_layers = tuple(stop_layers)
         self.output_dir = None if output_dir is None else os.fspath(output_dir)
         self._rules = chosen_rules(rules_dirs, select, ignore)
@@ -63,13 +71,16 @@ class Monitor:
         for key, value in metrics.items():
             number = _number(value)
             if number is not None:
-                self._store.extend(str(key), [step], [number])
+                self._store.append(str(key), step, number)
         self._last_step = step
         if self._last_check is None:
             self._last_check = step
-        if step - self._last_check >= self.check_every:
+        if step - self._last_check >= self.check_every and self._affordable():
             return self.check()
         return []
+
+    def _affordable(self) -> bool:
+        return self.max_overhead is None or self._check_s <= self.max_overhead * (self._clock() - self._checked_at)
 
     def check(self) -> list[Finding]:
         """Judge the history now: the findings that appeared or changed severity since the last check."""
@@ -78,8 +89,11 @@ class Monitor:
             return []
         from ..engine import diagnose
 
+        started = self._clock()
         run = Run(self.name, self._store.series(), (), {"format": "in-process"})
         diag = diagnose(run, rules=self._rules, **self._options)
+        self._checked_at = self._clock()
+        self._check_s = self._checked_at - started
         self.checks += 1
         self.diagnosis = diag
         events = changes(self._findings, diag)

@@ -9,15 +9,24 @@ from ..run import Run, Series
 
 
 class _Column:
-    __slots__ = ("steps", "values", "walls", "size")
+    __slots__ = ("steps", "values", "walls", "size", "pending")
 
     def __init__(self) -> None:
         self.steps = np.empty(64, np.int64)
         self.values = np.empty(64, np.float64)
         self.walls = np.empty(64, np.float64)
         self.size = 0
+        self.pending: list[tuple[int, float]] = []      # single points (a loop's log calls), kept until read
+
+    def settle(self) -> None:
+        if self.pending:
+            steps, values = zip(*self.pending)
+            self.pending = []
+            self.extend(np.fromiter(steps, np.int64, len(steps)), np.fromiter(values, np.float64, len(values)), None)
 
     def extend(self, steps: np.ndarray, values: np.ndarray, walls: np.ndarray | None) -> None:
+        if self.pending:
+            self.settle()
         need = self.size + len(steps)
         if need > len(self.steps):
             room = max(need, 2 * len(self.steps))
@@ -41,7 +50,14 @@ class PointStore:
         self._columns: dict[str, _Column] = {}
 
     def __len__(self) -> int:
-        return sum(c.size for c in self._columns.values())
+        return sum(c.size + len(c.pending) for c in self._columns.values())
+
+    def append(self, key: str, step: int, value: float) -> None:
+        """One point: a list append, so that a loop logging every step pays about a microsecond a metric."""
+        column = self._columns.get(key)
+        if column is None:
+            column = self._columns[key] = _Column()
+        column.pending.append((step, value))
 
     def extend(self, key: str, steps, values, walls=None) -> None:
         if len(steps):
@@ -61,11 +77,14 @@ class PointStore:
 
     def raw(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Each key's (steps, values, wall times) in write order: views, valid until the next extend."""
+        for c in self._columns.values():
+            c.settle()
         return {key: (c.steps[:c.size], c.values[:c.size], c.walls[:c.size]) for key, c in self._columns.items()}
 
     def series(self, rename=None) -> dict[str, Series]:
         out = {}
         for key, c in self._columns.items():
+            c.settle()
             name = rename(key) if rename else key
             walls = c.walls[:c.size]
             out[name] = Series.from_points(name, c.steps[:c.size], c.values[:c.size],

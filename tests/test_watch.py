@@ -293,3 +293,20 @@ def test_real_framework_logs_written_in_pieces_end_as_the_reader_reads_them(tmp_
         assert all(f.problem is None for f in (live.followers if live else []))
     assert grew[-1]
     _same_as_reader(finder, target.parent)
+
+
+def test_the_terminal_status_table_shows_each_run(tmp_path):
+    from rich.console import Console
+
+    from stabdiag.watch._status import status_table
+
+    path = tmp_path / "m.csv"
+    path.write_text("step,loss\n" + "".join(f"{s},{'nan' if s > 40 else 1.0 / s}\n" for s in range(1, 61)))
+    watcher = Watcher([str(path)], WatchSettings(interval_s=0.1))
+    watcher.step(now=1.0)
+    console = Console(width=120, record=True, color_system=None)
+    console.print(status_table(watcher.diagnoses))
+    text = console.export_text()
+    assert "run" in text and "verdict" in text
+    row = next(line for line in text.splitlines() if line.startswith("m "))
+    assert "60" in row and "fail" in row and "layer 3" in row and "L3.nonfinite-values (fail)" in row

@@ -64,10 +64,11 @@ class EventsFollower(Follower):
 
     def started(self, path: str) -> None:
         self._files[path] = _File(path)
+        self._root = _common_root(self.paths)         # the folder the tag keys are relative to
 
     def poll(self) -> bool:
         crc = crc32c_module().value
-        root = _common_root(self.paths)
+        root = self._root
         new = False
         for path, f in self._files.items():
             if not f.tail.grew():
@@ -101,9 +102,10 @@ class EventsFollower(Follower):
             return None
         series = {}
         for key, cols in parts.items():
-            steps, values, walls = (np.concatenate(c) for c in zip(*cols))
+            # one file (no resume): its arrays as they are, no copy
+            steps, values, walls = cols[0] if len(cols) == 1 else (np.concatenate(c) for c in zip(*cols))
             series[key] = Series.from_points(key, steps, values, walls if np.isfinite(walls).any() else None)
         notes = tuple(f"{p}: skipped {f.corrupt} corrupt record(s)" for p, f in self._files.items() if f.corrupt)
-        root = _common_root(self.paths)
+        root = self._root
         return Run(run_name_for(root or ordered[0]), series, tuple(ordered),
                    {"format": "tensorboard", "files": len(ordered)}, notes)

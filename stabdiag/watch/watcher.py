@@ -105,10 +105,18 @@ class Watcher:
             print(f"watching {', '.join(self.paths)} ({how}, judged at most every {self.settings.interval_s:g} s; "
                   "Ctrl-C stops)", file=err)
         said: set[str] = set()
+        status = None
+        if self.settings.format == "text" and getattr(out, "isatty", lambda: False)():
+            from ._status import LiveStatus
+
+            status = LiveStatus(out).__enter__()
         try:
             while True:
-                for event in self.step():
-                    self._emit(event, out, err)
+                events = self.step()
+                for event in events:
+                    self._emit(event, out, err, status)
+                if status is not None:
+                    status.update(self.diagnoses)
                 self._say_problems(said, err)
                 if self.stopped is not None:
                     return 1
@@ -117,10 +125,16 @@ class Watcher:
             if self.settings.format == "text":
                 print("stopped (interrupted)", file=err)
             return 0
+        finally:
+            if status is not None:
+                status.__exit__(None, None, None)
 
-    def _emit(self, event: Event, out, err) -> None:
-        text = json.dumps(event.to_dict()) if self.settings.format == "jsonl" else event.line()
-        print(text, file=out, flush=True)
+    def _emit(self, event: Event, out, err, status=None) -> None:
+        if status is not None:
+            status.print(event.line())
+        else:
+            text = json.dumps(event.to_dict()) if self.settings.format == "jsonl" else event.line()
+            print(text, file=out, flush=True)
         if self.settings.on_alert and event.event in ("finding", "changed"):
             _alert(self.settings.on_alert, event, err)
 

@@ -21,9 +21,13 @@ LATENCY_S = 5.0              # "within a few seconds" of the failure being writt
 
 
 def _watch(folder: Path, *extra: str) -> subprocess.Popen:
+    """The watch, once it says on stderr that it is watching (before the writer writes a record)."""
     cmd = [sys.executable, "-m", "stabdiag", "watch", str(folder), "--exit-on", "fail", "--format", "jsonl",
            "--interval", "0.2", *extra]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    ready = proc.stderr.readline()
+    assert ready.startswith("watching "), ready + proc.stderr.read()
+    return proc
 
 
 def _writer(kind: str, folder: Path, *extra: str) -> subprocess.Popen:
@@ -52,7 +56,7 @@ def _interrupt(proc: subprocess.Popen) -> tuple[int, str, str]:
 def _failing(kind: str, tmp_path: Path, startup_s: float) -> None:
     watch = _watch(tmp_path)
     try:
-        time.sleep(startup_s)                              # the watch is up before the first record
+        time.sleep(startup_s)                              # settled: the first pass has run
         writer = _writer(kind, tmp_path, "--fail-at", "150")
         said = _lines_until(writer, "failed", 60)
         failed_at = float(said[-1].split()[2])
@@ -113,26 +117,26 @@ def _killed_mid_record(kind: str, tmp_path: Path, startup_s: float) -> None:
 
 @pytest.mark.parametrize("kind", ["csv", "tensorboard"])
 def test_watch_stops_on_the_failure(kind, tmp_path):
-    _failing(kind, tmp_path, startup_s=1.0)
+    _failing(kind, tmp_path, startup_s=0.5)
 
 
 @pytest.mark.parametrize("kind", ["csv", "tensorboard"])
 def test_watch_stays_quiet_on_a_healthy_run_and_exits_0_on_sigint(kind, tmp_path):
-    _healthy(kind, tmp_path, startup_s=1.0)
+    _healthy(kind, tmp_path, startup_s=0.5)
 
 
 @pytest.mark.parametrize("kind", ["csv", "tensorboard"])
 def test_a_writer_killed_mid_record_never_crashes_the_watch(kind, tmp_path):
-    _killed_mid_record(kind, tmp_path, startup_s=1.0)
+    _killed_mid_record(kind, tmp_path, startup_s=0.5)
 
 
 @pytest.mark.slow
 def test_watch_stops_on_the_failure_of_an_offline_wandb_run(tmp_path):
     pytest.importorskip("wandb")
-    _failing("wandb", tmp_path, startup_s=1.0)
+    _failing("wandb", tmp_path, startup_s=0.5)
 
 
 @pytest.mark.slow
 def test_watch_stays_quiet_on_a_healthy_offline_wandb_run(tmp_path):
     pytest.importorskip("wandb")
-    _healthy("wandb", tmp_path, startup_s=1.0)
+    _healthy("wandb", tmp_path, startup_s=0.5)

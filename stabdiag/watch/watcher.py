@@ -9,6 +9,7 @@ stops with 1 on --exit-on, and with 0 on SIGINT (Ctrl-C, a supervisor's SIGINT).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -101,9 +102,12 @@ class Watcher:
         out = out or sys.stdout
         err = err or sys.stderr
         wait, how = waiter(self.paths, self.settings.interval_s, polling=self.settings.polling)
-        if self.settings.format == "text":
-            print(f"watching {', '.join(self.paths)} ({how}, judged at most every {self.settings.interval_s:g} s; "
-                  "Ctrl-C stops)", file=err)
+        # on stderr in both formats (stdout is the events' stream): a supervisor can wait for this line
+        print(f"watching {', '.join(self.paths)} ({how}, judged at most every {self.settings.interval_s:g} s; "
+              "Ctrl-C stops)", file=err, flush=True)
+        for path in self.paths:
+            if "://" not in path and not os.path.exists(path):
+                print(f"warning: {path}: does not exist yet; waiting for it", file=err)
         said: set[str] = set()
         status = None
         if self.settings.format == "text" and getattr(out, "isatty", lambda: False)():

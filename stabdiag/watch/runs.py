@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..assemble import RunFiles, _source_groups, discover
+from ..assemble import _SKIP_DIRS, RunFiles, _source_groups, discover
 from ..errors import InputError
 from ..run import Run
 from ..sources import Source, merge_sources
@@ -46,6 +46,7 @@ class Finder:
         self.options = options
         self.runs: dict[str, LiveRun] = {}
         self._followers: dict[tuple[str, str], Follower] = {}
+        self._signature: frozenset | None = None
 
     def poll(self) -> list[LiveRun]:
         """Look for new files, read what every source gained; the runs that gained points."""
@@ -62,8 +63,15 @@ class Finder:
         return changed
 
     def _discover(self) -> list[RunFiles]:
+        """The runs, found again only when the files changed in a way that can change what they are:
+        a file appeared or went, or one still inside the readers' sniffing window (its first 64 KiB)
+        grew; a pass over a quiet tree is one walk of its names, not a sniff of every file."""
         if not os.path.exists(self.path):
             return []                               # not there yet: the run has not started writing
+        signature = _signature(self.path)
+        if signature == self._signature:
+            return []
+        self._signature = signature
         try:
             return discover(self.path)
         except InputError:
@@ -87,3 +95,22 @@ class Finder:
                     if follower in other.followers:
                         other.followers.remove(follower)
                 live.followers.append(follower)
+
+
+_SNIFF_BYTES = 1 << 16          # the readers decide what a file is from at most its first 64 KiB
+
+
+def _signature(path: str) -> frozenset:
+    """(file, its size up to the sniffing window) for every file under `path`."""
+    if os.path.isfile(path):
+        return frozenset({(path, min(os.path.getsize(path), _SNIFF_BYTES))})
+    out = set()
+    for folder, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]         # as discover walks
+        for name in files:
+            full = os.path.join(folder, name)
+            try:
+                out.add((full, min(os.path.getsize(full), _SNIFF_BYTES)))
+            except OSError:
+                continue
+    return frozenset(out)

@@ -15,7 +15,9 @@ logger = logging.getLogger("stabdiag")
 
 class StabdiagCallback(TrainerCallback):
     """`StabdiagCallback(check_every=10, stop_on="fail", stop_layers=(1, 2, 3, 4), output_dir=None,
-    **monitor_options)`; `output_dir` defaults to the Trainer's `args.output_dir`."""
+    **monitor_options)`; `output_dir` defaults to the Trainer's `args.output_dir`.  Every process judges
+    the same logged values and so stops at the same step; with several processes leave `max_overhead`
+    unset, since its timing is each process's own."""
 
     def __init__(self, *, check_every: int = 10, stop_on: str | None = "fail", stop_layers=(1, 2, 3, 4),
                  output_dir=None, **monitor_options) -> None:
@@ -30,14 +32,16 @@ class StabdiagCallback(TrainerCallback):
             self.monitor.name = str(args.run_name)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or not state.is_world_process_zero:
+        # every rank judges the same logged values (the Trainer logs reduced metrics on all of them), so
+        # every rank decides to stop at the same step: a stop on rank 0 alone would hang the others
+        if not logs:
             return
         for finding in self.monitor.log(state.global_step, logs):
             logger.warning("stabdiag: %s (%s, layer %d): %s", finding.rule, finding.severity, finding.layer,
                            finding.message)
         if self.monitor.should_stop:
             control.should_training_stop = True
-            if not self._said:
+            if not self._said and state.is_world_process_zero:
                 self._said = True
                 logger.warning("%s; stopping training", self.monitor.stop_reason)
 

@@ -92,7 +92,12 @@ def can_load(path: str) -> bool:
 
 
 def load(path: str, **options) -> Run:
-    text = _common.read_text(path)
+    return load_text(path, _common.read_text(path))
+
+
+def load_text(path: str, text: str) -> Run:
+    """Read a console log's text (all of it so far: stabdiag watch keeps what it has read of a growing
+    log, since a console's steps and ending are read from the whole of it)."""
     # a format whose records start past the head is looked for in the whole text (the same text if small)
     fmt = _format_of(text[:_SNIFF_BYTES]) or (_format_of(text) if len(text) > _SNIFF_BYTES else None)
     if fmt is None:

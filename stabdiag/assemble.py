@@ -13,6 +13,8 @@ A run is a training run, not a file.  The rule, applied to every file a loader r
 3. Everything else stays apart: sibling experiment folders, and the `run-*` folders of a `wandb/`
    folder that no owner claims are separate runs.  Inside a `wandb/` folder only the W&B reader reads
    (its debug logs, requirements.txt and metadata are never metric logs).
+4. A store that holds several runs (an MLflow SQLite store, an MLflow file-store run folder) is read
+   run by run: one run per MLflow run, named by its run name; `PATH#experiment=NAME` picks some.
 
 The run is named after its owner folder (relative to the path given), the folder a user would name.
 
@@ -261,6 +263,7 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
     files are read with the run they belong to."""
     out: list[RunFiles] = []
     stored: list[tuple[RunFiles, str, str, str, str]] = []     # (run files, path, id, name, experiment)
+    store_label: dict[str, str] = {}
     stores = 0
     for run in runs:
         rest = []
@@ -271,6 +274,9 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
                 continue
             stores += 1
             stored.extend((run, path, run_id, name, group) for run_id, name, group in listing(path, selector))
+            store = loaders[path].store_of(path) if hasattr(loaders[path], "store_of") else path
+            store_label[path] = os.path.relpath(store, source) if _inside(store, source) and \
+                os.path.normpath(store) != os.path.normpath(source) else os.path.basename(store)
         if rest:
             out.append(run if len(rest) == len(run.files) else RunFiles(run.name, tuple(rest), run.uri, run.root,
                                                                         run.refused, run.skipped))
@@ -279,12 +285,12 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
         raise InputError(source, f"#{selector.describe()} selects runs of an MLflow store; found no {what} here")
     if selector is not None:
         out = []                         # a selector reads the store's runs only
-    names = [name for _, _, _, name, _ in stored]
-    for run, path, run_id, name, group in stored:
-        if names.count(name) > 1:
-            name = f"{group}/{name}"
-            if sum(1 for _, _, _, n, g in stored if f"{g}/{n}" == name) > 1:
-                name = f"{name} ({run_id[:8]})"
+    labels = [[name, f"{group}/{name}", f"{store_label[path]}:{group}/{name}", f"{store_label[path]}:{group}/{name} "
+               f"({run_id[:8]})"] for _, path, run_id, name, group in stored]
+    for i, (run, path, run_id, _, _) in enumerate(stored):
+        # the run name, with its experiment, then its store, then its id where names repeat
+        name = next(label for level, label in enumerate(labels[i])
+                    if level == 3 or sum(1 for other in labels if other[level] == label) == 1)
         out.append(RunFiles(name=name, files=(path,), root="", refused=run.refused, member=run_id))
     return out
 

@@ -241,7 +241,9 @@ def settle(ending: Ending | None, meta: dict, last_step: int | None, interval: i
     if planned is None or last_step is None:
         return ending
     reached = planned.steps - last_step <= max(interval, 1)
-    if ending is not None and ending.failed and ending.kind != "nonfinite" and reached:
+    # a lost worker or a kill once the progress reached its total is the cluster shutting down; an
+    # exception or a bare non-zero exit after the last step is left to speak for itself
+    if ending is not None and ending.kind in ("collective", "killed") and reached:
         return replace(ending, kind="finished", planned=planned.steps,
                        message=f"reached step {last_step} of {planned.steps} ({planned.source}); then "
                                f"{ending.message} (shutdown noise after the training completed, not a death)")

@@ -122,7 +122,8 @@ def load_run(run_files: RunFiles, **options) -> Run:
     """Read every file of one run and merge them; a file that cannot be read is a warning on the run,
     and only a run with nothing readable is an error (naming every file tried and why)."""
     if run_files.uri is not None:
-        return uri_loader(run_files.uri).load_uri(run_files.uri, **options)
+        run = uri_loader(run_files.uri).load_uri(run_files.uri, **options)
+        return Run(run.name, run.series, run.sources, settled_meta(run.meta, run.series), run.notes, run.warnings)
     sources: list[Source] = []
     errors: list[InputError] = []
     for loader, folder, paths in _source_groups(run_files.files):

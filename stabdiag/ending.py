@@ -217,7 +217,8 @@ def planned_of_config(config: dict | None) -> Planned | None:
     while stack:
         node = stack.pop()
         for key in _PLANNED_CONFIG_KEYS:
-            value = node.get(key)
+            # nested ({"trainer": {"total_training_steps": ...}}) or flat as MLflow params are
+            value = node.get(key, next((v for k, v in node.items() if str(k).endswith("." + key)), None))
             if isinstance(value, str) and value.strip().isdigit():
                 value = int(value.strip())
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value) and value > 0:

@@ -128,3 +128,21 @@ def test_in_a_tree_repeated_run_names_get_their_experiment_and_store():
     names = [r.name for r in discover(str(STORES))]
     assert len(names) == len(set(names)) == 10
     assert {"mlflow.db:nightly/healthy", "mlruns:nightly/healthy", "mlruns:ablations/nan-blowup"} <= set(names)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mlflow") is None, reason="needs the mlflow extra")
+def test_a_tracking_server_is_read_through_the_mlflow_client(tmp_path, monkeypatch):
+    # the client of a server, pointed at a copy of the SQLite store: the same runs and verdicts
+    from mlflow.tracking import MlflowClient
+
+    from stabdiag.loaders.mlflow import _server
+
+    copy = tmp_path / "mlflow.db"
+    copy.write_bytes((STORES / "mlflow.db").read_bytes())
+    client = MlflowClient(tracking_uri=f"sqlite:///{copy}")
+    monkeypatch.setattr(_server, "_client", lambda tracking: client)
+    runs = {r.name: diagnose(r) for r in load("mlflow://localhost:5000/nightly")}
+    assert {name: (d.verdict, d.root_layer) for name, d in runs.items()} == {
+        name: EXPECTED[name] for name in ("healthy", "reward-hacked", "preempted")}
+    eid = client.get_experiment_by_name("ablations").experiment_id
+    assert sorted(r.name for r in load(f"http://localhost:5000/#/experiments/{eid}")) == ["diverging", "nan-blowup"]

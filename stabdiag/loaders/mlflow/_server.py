@@ -9,7 +9,7 @@ The server has no call for all of a run's metrics at once, so each key's history
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
 
@@ -66,34 +66,35 @@ def _experiment(client, uri: str, wanted: str):
     return found
 
 
-def run_uris(uri: str) -> list[tuple[str, str]]:
-    """(a URI naming one run, its run name) for every run the URI names."""
+def _runs(uri: str):
+    """(client, experiment name, [runs]) of the runs a URI names."""
     tracking, experiment, run = _target(uri)
     client = _client(tracking)
     exp = _experiment(client, uri, experiment)
-    runs = client.search_runs([exp.experiment_id], max_results=5000)
-    out = []
-    for r in runs:
-        name = r.info.run_name or r.info.run_id
-        if run is None or run in (r.info.run_id, name):
-            out.append((f"{uri.split('#')[0].rstrip('/')}#run_id={r.info.run_id}", name))
-    if not out:
-        raise InputError(uri, f"no MLflow run {run!r} in experiment {experiment!r}" if run else
-                              f"MLflow experiment {experiment!r} has no runs")
-    return out
+    runs = [r for r in client.search_runs([exp.experiment_id], max_results=5000)
+            if run is None or run in (r.info.run_id, r.info.run_name)]
+    if not runs:
+        raise InputError(uri, f"no MLflow run {run!r} in experiment {exp.name!r}" if run else
+                              f"MLflow experiment {exp.name!r} has no runs")
+    return client, exp.name, runs
+
+
+def run_uris(uri: str) -> list[tuple[str, str]]:
+    """(a URI naming one run, its run name) for every run the URI names."""
+    tracking, _, _ = _target(uri)
+    scheme, _, netloc = tracking.partition("://")
+    _, experiment, runs = _runs(uri)
+    prefix = f"{'mlflows' if scheme == 'https' else 'mlflow'}://{netloc}/{quote(experiment, safe='')}"
+    return [(f"{prefix}/{r.info.run_id}", r.info.run_name or r.info.run_id) for r in runs]
 
 
 def load_uri(uri: str, **options) -> Run:
-    """One run: a URI from `run_uris`, or one that names exactly one run."""
-    if "#run_id=" not in uri:
-        found = run_uris(uri)
-        if len(found) != 1:
-            raise InputError(uri, f"names {len(found)} MLflow runs; check it with stabdiag check to read each")
-        uri = found[0][0]
-    base, _, run_id = uri.partition("#run_id=")
-    tracking, experiment, _ = _target(base)
-    client = _client(tracking)
-    data = client.get_run(run_id)
+    """One run: a URI that names exactly one (as `run_uris` gives them)."""
+    client, experiment, runs = _runs(uri)
+    if len(runs) != 1:
+        raise InputError(uri, f"names {len(runs)} MLflow runs; check it with stabdiag check to read each")
+    data = runs[0]
+    run_id = data.info.run_id
     keys, steps, values, stamps = [], [], [], []
     for key in sorted(data.data.metrics):
         for m in client.get_metric_history(run_id, key):
@@ -101,7 +102,7 @@ def load_uri(uri: str, **options) -> Run:
             steps.append(m.step)
             values.append(m.value)
             stamps.append(m.timestamp)
-    return build_run(base, name=data.info.run_name or run_id, run_id=run_id, experiment=str(experiment),
+    return build_run(uri, name=data.info.run_name or run_id, run_id=run_id, experiment=experiment,
                      status=data.info.status, keys=keys, steps=steps, values=np.array(values, dtype=np.float64),
                      timestamps=stamps, params=dict(data.data.params), tags=dict(data.data.tags),
                      store="tracking server")

@@ -178,7 +178,7 @@ class Planned:
 
 def planned_of_console(text: str) -> Planned | None:
     """The planned length a console shows: a `step N/M` counter's total (not a per-epoch one), else the
-    total of the training progress bar (named for training, else the unnamed bar redrawn most often)."""
+    total of the training progress bar (named for training, else the first unnamed bar)."""
     totals: dict[int, int] = {}
     for match in _COUNTER.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
@@ -192,19 +192,19 @@ def planned_of_console(text: str) -> Planned | None:
         total = max(totals, key=totals.__getitem__)
         return Planned(total, "the step counter's total")
     named: dict[int, int] = {}
-    unnamed: dict[int, set[int]] = {}
+    first_unnamed = None
     for match in _BAR.finditer(text.replace("\x1b", "")):
         desc, total = (match.group("desc") or "").strip(), int(match.group("total"))
         if total <= 1 or (desc and (_OTHER_BAR.search(desc) or not _TRAINING_BAR.search(desc))):
             continue
         if desc:
             named[total] = named.get(total, 0) + 1
-        else:
-            unnamed.setdefault(total, set()).add(int(match.group("n")))
+        elif first_unnamed is None:       # the HF Trainer draws its training bar before any eval bar
+            first_unnamed = total
     if named:
         return Planned(max(named, key=named.__getitem__), "the training progress bar's total")
-    if unnamed:
-        return Planned(max(unnamed, key=lambda t: (len(unnamed[t]), t)), "the progress bar's total")
+    if first_unnamed is not None:
+        return Planned(first_unnamed, "the progress bar's total")
     return None
 
 

@@ -178,3 +178,9 @@ def test_a_real_hf_trainer_run_killed_with_sigkill_is_unfinished_not_pass(tmp_pa
     assert [f["rule"] for f in run["findings"] if f["layer"] == 4] == ["L4.run-unfinished"]
     # and the gate that fails on warnings fails it
     assert cli("check", str(out), "--fail-on", "warn").exit_code == 1
+
+
+def test_an_eval_bar_after_the_training_bar_is_not_the_plan():
+    # max_steps 10 with a 500-batch eval: the eval bar is redrawn more often, but it is not the run's length
+    text = _hf_console(10, 10) + "".join(f"\r{n * 100 // 500:3d}%|█   | {n}/500 [00:01<00:10]" for n in range(500))
+    assert planned_of_console(text).steps == 10

@@ -230,6 +230,8 @@ def _not_read(runs: list[RunFiles], *, source: str, folders: dict[str, int], ref
         inside = [(p, why) for p, why in refused + unreadable if _inside(p, folder)]
         if inside and all(is_rollout_dump(p) for p, _ in inside):
             continue                    # stabdiag probe's inputs (rollouts and a model), not a run
+        if not inside and total.get(folder, 0) == 1 and os.path.isfile(os.path.join(folder, "meta.yaml")):
+            continue                    # an MLflow experiment with no runs (every store has "Default")
         named.append(folder)
         if inside:
             why = "; ".join(f"{_rel(p, folder)}: {w}" for p, w in inside[:3]) + (
@@ -249,12 +251,13 @@ def _not_read(runs: list[RunFiles], *, source: str, folders: dict[str, int], ref
 # --- stores that hold several runs (MLflow) -----------------------------------------------------------
 
 def _selector(source: str):
-    """`mlflow.db#experiment=nightly` -> (the path, the selector); a path that exists as given has none."""
-    if "#" not in source or os.path.lexists(source):
+    """`mlflow.db#experiment=nightly` -> (the path, the selector); a path that exists as given, or whose
+    part before the `#` does not exist either, has none."""
+    path, _, fragment = source.partition("#")
+    if "#" not in source or os.path.lexists(source) or not os.path.lexists(path):
         return source, None
     from .loaders.mlflow._common import parse_selector
 
-    path, _, fragment = source.partition("#")
     return path, parse_selector(fragment, source)
 
 
@@ -284,6 +287,8 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
     if selector is not None and not stored:
         what = "an MLflow store" if not stores else f"a run that matches {selector.describe()}"
         raise InputError(source, f"#{selector.describe()} selects runs of an MLflow store; found no {what} here")
+    if stores and not stored and not out:
+        raise InputError(source, "a file of an MLflow run; check its run folder or the whole store (mlruns/)")
     if selector is not None:
         out = []                         # a selector reads the store's runs only
     labels = [[name, f"{group}/{name}", f"{store_label[path]}:{group}/{name}", f"{store_label[path]}:{group}/{name} "

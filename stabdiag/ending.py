@@ -155,14 +155,14 @@ def pick(endings: list[Ending]) -> Ending | None:
 # --- the planned length, and whether the run reached it ---------------------------------------------------
 
 # a tqdm bar: its description (if any), n and total; a training bar is named for training or not at all
-_BAR = re.compile(r"(?:(?P<desc>[^\s|{}\r][^|{}\r]{0,60}?):\s*)?\d{1,3}%\|[^|\r]{0,200}\|\s*"
-                  r"(?P<n>\d+)/(?P<total>\d+)\b")
+_BAR_COUNTS = re.compile(r"\s*(\d+)/(\d+)\b")      # after a bar's closing `|`: n/total
 _TRAINING_BAR = re.compile(r"train|progress|step|iter|epoch|optimi", re.IGNORECASE)
 _OTHER_BAR = re.compile(r"eval|valid|test|map|load|filter|download|token|generat|shard|example|sampl|"
                         r"batch(?:es)? of|upload|sav|merg|prepar|process", re.IGNORECASE)
 # `iteration 100/ 1000` (Megatron), `step:500/1750` (modded-nanogpt), `Step 12/500` (hand-written loops)
-_COUNTER = re.compile(r"\b(?:iteration|iter|step)[:\s]\s*(\d+)\s*/\s*(\d+)\b", re.IGNORECASE)
+_COUNTER = re.compile(r"(?<![A-Za-z])(?:[Ss]tep|STEP|[Ii]ter(?:ation)?|ITER(?:ATION)?)[:\s]\s*(\d+)\s*/\s*(\d+)\b")
 _EPOCH_COUNTER = re.compile(r"\bepoch[:\s]\s*\d+\s*/\s*\d+", re.IGNORECASE)
+_PLAN_BYTES = 128 << 10          # of the head and of the tail of a long console, for its planned length
 _PLANNED_CONFIG_KEYS = ("total_training_steps", "train_iters", "max_steps", "num_training_steps", "total_steps",
                         "max_iters", "num_iterations", "train_steps")
 
@@ -176,14 +176,34 @@ class Planned:
     file: str = ""               # the file that says so
 
 
+def _bars(text: str):
+    """(description, n, total) of every progress bar, found from the `%|` each one holds and read
+    outward from there (a pattern tried at every position of a long log costs too much)."""
+    pos = text.find("%|")
+    while pos != -1:
+        close = text.find("|", pos + 2, pos + 300)
+        counts = _BAR_COUNTS.match(text, close + 1) if close != -1 else None
+        if counts is not None:
+            low = max(0, pos - 90)                  # bounded: a log without \r must not be searched to its start
+            start = max(text.rfind("\n", low, pos), text.rfind("\r", low, pos), low - 1) + 1
+            left = text[start:pos].rstrip("0123456789").rstrip()
+            desc = left[:-1].replace("\x1b", "").strip() if left.endswith(":") else ""
+            yield desc, int(counts.group(1)), int(counts.group(2))
+        pos = text.find("%|", pos + 2)
+
+
 def planned_of_console(text: str) -> Planned | None:
     """The planned length a console shows: a `step N/M` counter's total (not a per-epoch one), else the
-    total of the training progress bar (named for training, else the first unnamed bar)."""
+    total of the training progress bar (named for training, else the first unnamed bar).  Only the
+    head and the tail of a long log are read: every bar and counter line repeats the total."""
+    if len(text) > 2 * _PLAN_BYTES:
+        text = text[:_PLAN_BYTES] + "\n" + text[-_PLAN_BYTES:]
     totals: dict[int, int] = {}
     for match in _COUNTER.finditer(text):
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        line_end = text.find("\n", match.end())
-        if _EPOCH_COUNTER.search(text[line_start:line_end if line_end >= 0 else len(text)]):
+        low, high = max(0, match.start() - 300), min(len(text), match.end() + 300)
+        line_start = max(text.rfind("\n", low, match.start()), low - 1) + 1
+        line_end = text.find("\n", match.end(), high)
+        if _EPOCH_COUNTER.search(text[line_start:line_end if line_end >= 0 else high]):
             return None                     # a per-epoch counter: its total is not the run's
         total = int(match.group(2))
         if total > 1:
@@ -193,8 +213,7 @@ def planned_of_console(text: str) -> Planned | None:
         return Planned(total, "the step counter's total")
     named: dict[int, int] = {}
     first_unnamed = None
-    for match in _BAR.finditer(text.replace("\x1b", "")):
-        desc, total = (match.group("desc") or "").strip(), int(match.group("total"))
+    for desc, _, total in _bars(text):
         if total <= 1 or (desc and (_OTHER_BAR.search(desc) or not _TRAINING_BAR.search(desc))):
             continue
         if desc:
@@ -254,7 +273,9 @@ def settle(ending: Ending | None, meta: dict, last_step: int | None, interval: i
         return Ending("unfinished", f"unfinished at step {last_step} of {planned.steps} (no final summary; "
                                     f"{planned.steps} is {planned.source}{where}{also})",
                       planned.file or (ending.source if ending is not None else ""), last_step, planned.steps)
-    return replace(ending, planned=planned.steps) if ending is not None else None
+    if ending is None or ending.kind == "unfinished":      # it reached its plan: not stopped short
+        return ending
+    return replace(ending, planned=planned.steps)
 
 
 def settled_meta(meta: dict, series: dict, root: str = "") -> dict:

@@ -146,3 +146,8 @@ def test_a_tracking_server_is_read_through_the_mlflow_client(tmp_path, monkeypat
         name: EXPECTED[name] for name in ("healthy", "reward-hacked", "preempted")}
     eid = client.get_experiment_by_name("ablations").experiment_id
     assert sorted(r.name for r in load(f"http://localhost:5000/#/experiments/{eid}")) == ["diverging", "nan-blowup"]
+
+
+def test_a_single_metric_file_of_a_file_store_run_is_one_error():
+    [metric] = list((STORES / "mlruns").glob("*/*/metrics/train/loss"))[:1]
+    assert_one_error(cli("check", str(metric)), "a file of an MLflow run")

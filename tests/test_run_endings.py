@@ -184,3 +184,11 @@ def test_an_eval_bar_after_the_training_bar_is_not_the_plan():
     # max_steps 10 with a 500-batch eval: the eval bar is redrawn more often, but it is not the run's length
     text = _hf_console(10, 10) + "".join(f"\r{n * 100 // 500:3d}%|█   | {n}/500 [00:01<00:10]" for n in range(500))
     assert planned_of_console(text).steps == 10
+
+
+def test_a_wandb_run_without_an_exit_record_short_of_its_max_steps_is_unfinished():
+    no_exit = Ending("unfinished", "W&B has no exit record: still running, or stopped before wandb.finish()",
+                     "run-abc.wandb", 100)
+    ending = settle(no_exit, {"config": {"max_steps": 400}}, 100, 1)      # HF's W&B callback logs its args
+    assert ending.stopped_short and ending.planned == 400 and "W&B has no exit record" in ending.message
+    assert not settle(no_exit, {"config": {"max_steps": 400}}, 400, 1).stopped_short

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...ending import Ending
 from ...errors import InputError
-from ...run import Run, series_from_long
+from ...run import Run, series_from_codes, series_from_long
 
 FORMAT = "MLflow"
 # the SQL store writes +-Inf as the largest double (and NaN as 0 with is_nan set)
@@ -89,11 +89,15 @@ def ending_of_status(status: str | None, source: str) -> Ending:
 
 
 def build_run(where: str, *, name: str, run_id: str, experiment: str, status: str | None, keys, steps, values,
-              timestamps, params: dict[str, str], tags: dict[str, str], store: str) -> Run:
-    """The Run of one MLflow run, keyed by its metric names."""
+              timestamps, params: dict[str, str], tags: dict[str, str], store: str,
+              names: list[str] | None = None) -> Run:
+    """The Run of one MLflow run, keyed by its metric names: `keys` are the names of the points, or, with
+    `names`, codes into them."""
     if len(keys) == 0:
         raise InputError(where, f"MLflow run {name} ({run_id}) logged no metrics")
-    series = series_from_long(keys, steps, values, np.asarray(timestamps, dtype=np.float64) / 1000.0)
+    walls = np.asarray(timestamps, dtype=np.float64) / 1000.0
+    series = (series_from_codes(names, keys, steps, values, walls) if names is not None
+              else series_from_long(keys, steps, values, walls))
     config = {k: typed(v) for k, v in tags.items() if not k.startswith("mlflow.")}
     config.update({k: typed(v) for k, v in params.items()})
     meta = {"format": f"{FORMAT} {store}", "config": config, "mlflow_run_id": run_id,

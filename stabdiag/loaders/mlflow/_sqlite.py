@@ -65,18 +65,21 @@ def load_member(path: str, run_id: str) -> Run:
                 (run_id,)).fetchone()
             if head is None:
                 raise InputError(path, f"no MLflow run {run_id} in this store")
+            # every key at once, grouped by key and in write order within it
             rows = db.execute("SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? "
-                              "ORDER BY timestamp, rowid", (run_id,)).fetchall()
+                              "ORDER BY key, timestamp, rowid", (run_id,)).fetchall()
             params = dict(db.execute("SELECT key, value FROM params WHERE run_uuid = ?", (run_id,)).fetchall())
             tags = dict(db.execute("SELECT key, value FROM tags WHERE run_uuid = ?", (run_id,)).fetchall())
     except sqlite3.Error as exc:
         raise InputError(path, f"not readable as an MLflow SQLite store ({exc})") from None
     name, status, experiment = head
-    keys = [r[0] for r in rows]
-    values = unpacked(np.array([r[1] for r in rows], dtype=np.float64),
-                      np.array([bool(r[4]) for r in rows], dtype=bool))
+    keys, values, stamps, steps, is_nan = (list(col) for col in zip(*rows)) if rows else ([], [], [], [], [])
+    keys = np.array(keys, dtype=object)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.empty(0, np.int64)
+    codes = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(keys)]))
+    values = unpacked(np.array(values, dtype=np.float64), np.array(is_nan, dtype=bool))
     return build_run(path, name=name or tags.get("mlflow.runName") or run_id, run_id=run_id,
-                     experiment=str(experiment), status=status, keys=keys,
-                     steps=[r[3] for r in rows], values=values, timestamps=[r[2] for r in rows],
+                     experiment=str(experiment), status=status, keys=codes, names=[str(k) for k in keys[starts]],
+                     steps=steps, values=values, timestamps=stamps,
                      params={k: v or "" for k, v in params.items()}, tags={k: v or "" for k, v in tags.items()},
                      store="SQLite store")

@@ -16,6 +16,7 @@ import math
 from dataclasses import replace
 
 from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param, Quiet
+from .ending import ended_unfinished
 from .levels import level_above, log_ratio_off
 from .numeric import (
     CHAIN,
@@ -205,6 +206,10 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("ended_on_failure", ended_on_failure, (),
                  lambda p: "the console's tail shows out of memory, a collective timeout or lost worker, a kill "
                            "signal or another exception, or W&B recorded a non-zero exit code",
+                 sees_nonfinite=True),
+    DetectorSpec("ended_unfinished", ended_unfinished, (),
+                 lambda p: "the last logged step falls short of the planned length (progress-bar total, max_steps, "
+                           "train_iters) by more than the logging interval, with no final summary and no cause",
                  sees_nonfinite=True),
     DetectorSpec("level_above", level_above, (
         _p("warn_above", 0.05, 0, 1e9, "level that warns"),

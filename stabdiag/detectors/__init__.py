@@ -144,29 +144,28 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("window_steps", 100, 10, 1e6, "steps before each point that set its recent level (at least 10 points)"),
         _p("min_ratio", 10.0, 1.5, 100, "jump as a multiple of a positive recent level"),
         _p("min_jump_sd", 10.0, 2, 100, "jump in robust sds of the recent points"),
-        _p("isolated_max_count", 1, 0, 100, "at most this many absorbed spike episodes per window only warn"),
+        _p("isolated_max_count", 1, 0, 100, "more absorbed spike episodes than this per window are 'repeated'"),
         _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
         _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back (at least 2 "
                                        "points)"),
         _p("recover_sd", 5.0, 0, 100, "came back: their median, or 3 in a row, within this many robust sds "
                                       "of the level")),
         lambda p: (f"a point is >= {p['min_ratio']:g}x the median of the {p['window_steps']:g} steps "
-                   f"before it and >= {p['min_jump_sd']:g} robust sds above it; at most "
-                   f"{p['isolated_max_count']:g} spike(s) per {p['isolated_window_steps']:g} steps that the run "
-                   f"absorbs within {p['recover_steps']:g} steps only warn")),
+                   f"before it and >= {p['min_jump_sd']:g} robust sds above it; spikes the run absorbs within "
+                   f"{p['recover_steps']:g} steps only warn (more than {p['isolated_max_count']:g} per "
+                   f"{p['isolated_window_steps']:g} steps are said to repeat)")),
     DetectorSpec("spike_vs_ema", spike_vs_ema, (
         _p("ratio_vs_ema", 5.0, 1.5, 100, "value / EMA of the previous points"),
         _p("min_jump_sd", 5.0, 1, 100, "value above the EMA, in robust noise sds of the curve"),
         _p("ema_span_steps", 20, 1, 1e6, "EMA span, in steps"),
-        _p("isolated_max_count", 1, 0, 100, "at most this many absorbed spike episodes per window only warn"),
+        _p("isolated_max_count", 1, 0, 100, "more absorbed spike episodes than this per window are 'repeated'"),
         _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
         _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back"),
         _p("recover_ratio", 2.0, 1, 100, "came back: their median, or 3 in a row, under this x the EMA"),
         _p("min_level_of_median", 0.2, 0, 1, "the EMA is floored at this x the run's median")),
         lambda p: (f"a point is > {p['ratio_vs_ema']:g}x the EMA (span {p['ema_span_steps']:g} steps) of the "
-                   f"points before it and {p['min_jump_sd']:g} noise sds above it; at most "
-                   f"{p['isolated_max_count']:g} spike(s) that the run absorbs within {p['recover_steps']:g} "
-                   f"steps only warn")),
+                   f"points before it and {p['min_jump_sd']:g} noise sds above it; spikes the run absorbs "
+                   f"within {p['recover_steps']:g} steps only warn")),
     DetectorSpec("first_nonfinite", first_nonfinite, (),
                  lambda p: "the first step at which any of the signals is NaN or Inf, which came first, and "
                            "whether the run came back from it",

@@ -184,6 +184,25 @@ def _mark_downstream(findings: list[Finding], root: Finding | None) -> list[Find
     return out
 
 
+def _fit_end(steps: np.ndarray, values: np.ndarray, end_step: int) -> int:
+    """How many points the onset's two-phase fit reads: up to where the smoothed curve has covered 90% of
+    its way from its start to where it stands at the finding's end.  A change that then holds (entropy
+    that collapses and stays at 0) is two bends; one hinge fitted through the plateau too dates it late."""
+    end = int(np.searchsorted(steps, end_step, side="right"))
+    ok = np.isfinite(values[:end])
+    v = values[:end][ok]
+    if len(v) < 20:
+        return end
+    smooth = st.rolling_median(v, max(3, len(v) // 20))
+    start, stop = float(np.median(v[: max(3, len(v) // 10)])), float(smooth[-1])
+    if stop == start:
+        return end
+    progress = (smooth - start) / (stop - start)
+    reached = np.flatnonzero(progress >= 0.9)
+    cut = int(reached[0]) + 1 if len(reached) else len(v)
+    return int(np.flatnonzero(ok)[max(cut, 10) - 1]) + 1 if cut < len(v) else end
+
+
 def _with_change_points(findings: list[Finding], signals: Signals, rules: dict[str, Rule]) -> list[Finding]:
     """Each finding of a trend rule gets its onset from one change-point model (the hinge of the best
     two-phase linear fit to its signal up to the finding's end, evidence.hinge_onset) with a 95% interval;
@@ -195,7 +214,7 @@ def _with_change_points(findings: list[Finding], signals: Signals, rules: dict[s
         if s is None or not rules[f.rule].spec.trend:
             out.append(f)
             continue
-        end = int(np.searchsorted(s.steps, f.end_step, side="right"))
+        end = _fit_end(s.steps, s.values, f.end_step)
         onset = hinge_onset(s.steps[:end], s.values[:end])
         if onset is None:
             out.append(f)

@@ -136,11 +136,12 @@ def test_without_truncation_a_flat_eval_of_ten_noisy_points_reads_the_hack_or_sa
     assert sum(o == "fires" for o in outcomes) >= 10
 
 
-def test_power_grows_with_points_for_a_modest_hack():
-    """The same modest lift: found more often as the run gets longer (evidence grows with data)."""
-    rates = [sum(divergence(hack(np.random.default_rng(seed), n, 0.6)) == "fires" for seed in range(15))
-             for n in (40, 150, 600)]
-    assert rates[0] <= rates[1] <= rates[2] and rates[2] >= 12, rates
+def test_power_grows_with_points():
+    """The same hack, logged at G = 8 over more and more steps: found more often as the run gets longer
+    (evidence grows with data), where a bar in per-point sds would find it equally often at any length."""
+    rates = [sum(divergence(hack(np.random.default_rng(seed), n, 1.5)) == "fires" for seed in range(15))
+             for n in (24, 60, 300)]
+    assert rates[0] < rates[2] and rates[0] <= rates[1] <= rates[2] and rates[2] >= 12, rates
 
 
 def test_a_large_rise_the_data_cannot_confirm_is_not_judged_never_a_pass():

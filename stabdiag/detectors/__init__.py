@@ -50,6 +50,8 @@ _DIVERGENCE = (
     _p("min_steps", 20, 5, 1e6, "shortest rise judged, in steps (shorter runs are not judged)"),
     _p("min_rise_z", 3.0, 1, 20, "how sure: the rise's trend in standard errors, corrected for autocorrelation"),
     _p("min_rise_share", 0.3, 0.01, 1, "how large: the rise as a share of the rising curve's own range"),
+    _p("min_rise_sd", 3.0, 0, 100, "... and in the rising curve's own batch-to-batch sds (a standardized effect "
+                                   "size, not a test)"),
     _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its own level over the "
                                         "rise (and clear of its noise) tracks it"),
     _p("max_flat_upper_rel", 0.15, 0, 1, "flat only if its gain plus flat_se standard errors stays under "
@@ -243,7 +245,7 @@ DETECTORS = {name: replace(spec, trend=True) if name in _TRENDS else spec for na
 _SPIKE = ("absorbed", "count", "key", "ratio", "signal", "value")
 _LEVEL = ("catastrophic", "key", "level", "off_pct", "peak", "points", "ratio", "signal", "threshold", "value")
 _RISE = ("eval_changes", "evals", "key", "level_peak", "level_start", "n_eff", "rise", "rise_high", "rise_low",
-         "rise_share", "rise_z", "signal")
+         "rise_sd", "rise_share", "rise_z", "signal")
 _ENDING = ("message", "source", "step", "what", "planned")
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "collapse_below": ("first_step", "frac", "initial", "key", "level", "signal"),

@@ -113,17 +113,18 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
     ent_drop = np.where(e0 > 0, 1.0 - e1 / np.where(e0 > 0, e0, 1.0), 0.0)
     kl_up = (kl_ratio >= min_kl_ratio) & (k1 > min_kl)
     ent_down = ent_drop >= min_entropy_drop_frac
-    # steepening: a window's change against the change over the window before it, so a curve that
-    # converges (fast early, flattening) never qualifies, and a window at the run's start has no earlier
-    # rate to beat (KL grows from 0 and entropy falls in every run's first steps)
-    prev = np.full(len(k0), np.nan)
-    prev_fall = np.full(len(e0), np.nan)
-    if len(kg) > 2 * shift:
-        prev[shift:] = kg[shift:-shift] - kg[:-2 * shift]
-        prev_fall[shift:] = eg[:-2 * shift] - eg[shift:-shift]
-    accel = np.isfinite(prev) & ((k1 - kg[:-shift]) >= min_kl_accel * np.maximum(np.nan_to_num(prev), 0.0))
-    ent_accel = np.isfinite(prev_fall) & ((e0 - e1) >= min_entropy_accel
-                                          * np.maximum(np.nan_to_num(prev_fall), 0.0))
+    # steepening: a window's rate (per step) against the rate over the window before it (cut at the run's
+    # start, and then at least half a window long), so a curve that converges (fast early, flattening)
+    # never qualifies, and a window at the run's very start has no earlier rate to beat (KL grows from 0
+    # and entropy falls in every run's first steps)
+    idx = np.arange(len(k0))
+    before = np.maximum(idx - shift, 0)
+    has_before = (idx - before) * 2 >= shift
+    width = np.where(has_before, grid[idx] - grid[before], 1.0)
+    kl_before = np.maximum((kg[idx] - kg[before]) / width, 0.0)
+    fall_before = np.maximum((eg[before] - eg[idx]) / width, 0.0)
+    accel = has_before & ((k1 - kg[:-shift]) / window >= min_kl_accel * kl_before)
+    ent_accel = has_before & ((e0 - e1) / window >= min_entropy_accel * fall_before)
     after_warmup = grid[:-shift] >= lo + warmup_frac * span
     both = kl_up & ent_down & accel & ent_accel
     kl_only = kl_up & accel & after_warmup & ~both

@@ -27,12 +27,14 @@ from ._base import (
     _smooth_window,
 )
 
+_FLAT_RISE_SE = 1.5      # an eval that rose this many of its standard errors is not called flat
+
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
                           re.IGNORECASE)
 
 
 def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z, min_rise_share,
-                     max_flat_gain_rel, max_flat_upper_rel, flat_se, edge_frac, min_flat_points,
+                     min_rise_sd, max_flat_gain_rel, max_flat_upper_rel, flat_se, edge_frac, min_flat_points,
                      min_covered_frac, shared_units: bool = False) -> Evidence | NotJudged | None:
     """`rising` climbs clearly to its peak while the `flat` curves do not follow it.
 
@@ -42,8 +44,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     it last is).  It is sure when the least-squares trend over that window is `min_rise_z` standard errors
     clear of 0, the error corrected for autocorrelation and never under the binomial floor of a mean of
     few 0/1 rewards, so evidence grows with the number of points (a per-point sd never shrinks).  It is
-    large when it is `min_rise_share` of the curve's own range: a reward that jumped early with its evals
-    (learning) and then crept up a little more is a small share of its range, a loophole is most of it.
+    large when it is `min_rise_share` of the range of the curve's fit (a reward that jumped early with its
+    evals, learning, and then crept up a little more is a small share of it; a loophole is most of it) and
+    `min_rise_sd` of its batch-to-batch sds (a standardized effect, not a test: it does not grow with data).
 
     Each flat curve (an eval) is regressed on the rising curve's level at the eval's own steps, that level
     scaled 0 (start) to 1 (top): the slope is the eval's change over the whole rise, read against its own
@@ -83,7 +86,13 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
                              f"at step {int(r.steps[peak])}")
         return None
     rise_share = ev.share(rise, max(fitted_range, rise))
-    if max(rise_share, fit_share) < min_rise_share:
+    # ... and a standardized effect (Cohen's d): the rise in the curve's own batch-to-batch sds.  Not a
+    # test (it does not grow with data) but a size: a creep of a few hundredths over thousands of steps
+    # is sure, and still too small for an eval beside it to be expected to show
+    head = slice(0, max(last + 1, 50))
+    point_sd = st.noise_sd_by_steps(r.steps[head], r.values[head])
+    effect_sd = max(rise, trend.estimate) / point_sd if point_sd > 0 else math.inf
+    if max(rise_share, fit_share) < min_rise_share or effect_sd < min_rise_sd:
         return None             # small by the points and by the fit: judged, and clean
     window = (float(r.steps[0]), float(r.steps[last]))
     changes: dict[str, float] = {}
@@ -113,7 +122,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     return Evidence(onset, int(r.steps[peak]), {
         "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": start_level + rise,
         "rise": rise, "rise_low": low, "rise_high": high_, "rise_z": trend.z, "n_eff": trend.n_eff,
-        "rise_share": rise_share, "eval_changes": changes, "evals": _eval_summary(changes)})
+        "rise_share": rise_share, "rise_sd": effect_sd, "eval_changes": changes, "evals": _eval_summary(changes)})
 
 
 def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: float, rise: float,
@@ -150,6 +159,10 @@ def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: 
         return "tracks"
     if rel > gain_rel or rel + se_count * rel_se > upper_rel:
         return f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
+    if rel > _FLAT_RISE_SE * rel_se:
+        # it rose, if only a little and not surely: an eval that moves with the reward at a fraction of its
+        # pace (the reward's rise is sure over thousands of steps, the eval's is not) is not flat
+        return f"{c.signal} rose {rel:+.1%} +- {rel_se:.1%} of its scale: too little to track, too much to call flat"
     return gain
 
 

@@ -1,6 +1,8 @@
 """The `stabdiag` command: thin — parse options, call the library, pick a reporter, set the exit code.
 
-Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 a usage, input, config or rule error.
+Exit codes (as pytest's): 0 nothing at or above --fail-on, 1 something is, 2 a usage, input, config or
+rule error, 3 a run nothing could be judged on (--allow-unknown: 0).  --debug adds tracebacks, never
+changes a code.
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ def _choice(flag: str, value: str, allowed: tuple[str, ...]) -> str:
 def _guarded(fn, debug: bool = False) -> None:
     """Run a command body; library errors become one `error:` line and exit code 2.  numpy's warnings
     about arithmetic on Inf and NaN (evidence in a metric, reported as findings) stay off stderr
-    unless --debug."""
+    unless --debug.  --debug prints the traceback as well, and exits with the same code as without it:
+    a CI job rerun with --debug to see why must not turn red or green because of it."""
     try:
         with warnings.catch_warnings():
             if not debug:
@@ -112,8 +115,7 @@ def _guarded(fn, debug: bool = False) -> None:
     except _Exit as done:
         raise typer.Exit(done.code) from None
     except StabdiagError as exc:
-        if debug:
-            raise
+        _traceback(debug)
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
@@ -125,11 +127,18 @@ def _guarded(fn, debug: bool = False) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(0) from None
     except Exception as exc:  # an internal error still gets one line; --debug shows the traceback
-        if debug:
-            raise
+        _traceback(debug)
         print(f"error: internal error: {type(exc).__name__}: {exc}; rerun with --debug and report it",
               file=sys.stderr)
         raise typer.Exit(2) from None
+
+
+def _traceback(debug: bool) -> None:
+    """With --debug, the traceback of the exception being handled, on stderr, before its `error:` line."""
+    if debug:
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
 
 
 def _version(value: bool) -> None:
@@ -520,7 +529,7 @@ def check(
                                                                      "W&B run, trainer_state.json, console "
                                                                      "log) as a run of its own."),
     allow_unknown: bool = typer.Option(False, "--allow-unknown", help="Exit 0 for a run nothing could be "
-                                                                      "judged on (default: such a run exits 1)."),
+                                                                      "judged on (default: such a run exits 3)."),
     no_guess: bool = typer.Option(False, "--no-guess", help=_NO_GUESS_HELP),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs the run used, for the cost estimate "
                                                                    "(default: the run's config, where it says)."),
@@ -530,7 +539,8 @@ def check(
     jobs: Optional[str] = typer.Option(None, "--jobs", "-j", metavar="N",
                                        help="Check a tree of runs with N worker processes (default: the usable "
                                             "cores, or the config's jobs; 1 checks one run at a time)."),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks (checks one run at a time)."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks (checks one run at a time; the exit "
+                                                      "code stays the same)."),
 ) -> None:
     """Diagnose runs: which layer failed first, the evidence, what to check first."""
     def body() -> None:
@@ -584,8 +594,9 @@ def check(
             for diag in diagnoses:
                 for note in diag.notes:
                     print(f"warning: {diag.run}: {note}", file=sys.stderr)
-        code = max((d.exit_code(settings.fail_on, allow_unknown=settings.allow_unknown) for d in diagnoses),
-                   default=0)
+        from .diagnosis import exit_code_of
+
+        code = exit_code_of(diagnoses, settings.fail_on, allow_unknown=settings.allow_unknown)
         raise _Exit(0 if exit_zero else code)
 
     _guarded(body, debug)

@@ -21,6 +21,9 @@ class Status(str, Enum):
 
 SEVERITY_RANK = {"pass": 0, "warn": 1, "fail": 2}
 
+# Exit codes, as pytest's: 0 clean, 1 findings, 2 usage or input error, 3 nothing could be judged.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_NOT_JUDGED = 0, 1, 2, 3
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -153,12 +156,15 @@ class Diagnosis:
         return tuple(f for f in self.findings if f.layer == self.root_layer and not f.downstream)
 
     def exit_code(self, fail_on: str = "fail", *, allow_unknown: bool = False) -> int:
-        """1 when a finding is at or above `fail_on` ('warn' or 'fail'), or when nothing could be judged
-        (verdict unknown) unless `allow_unknown`; else 0.  A CI gate must not pass a run it never read."""
+        """EXIT_FINDINGS when a finding is at or above `fail_on` ('warn' or 'fail'); EXIT_NOT_JUDGED when
+        nothing could be judged (verdict unknown) unless `allow_unknown`; else EXIT_CLEAN.  A CI gate must
+        not pass a run it never read, nor call it failing: "not judged" is its own answer."""
         bar = SEVERITY_RANK[fail_on]
         if any(SEVERITY_RANK[f.severity] >= bar for f in self.findings):
-            return 1
-        return int(self.verdict == "unknown" and not allow_unknown)
+            return EXIT_FINDINGS
+        if self.verdict == "unknown" and not allow_unknown:
+            return EXIT_NOT_JUDGED
+        return EXIT_CLEAN
 
     def to_dict(self) -> dict:
         return {"run": self.run, "verdict": self.verdict, "root_layer": self.root_layer,
@@ -174,6 +180,16 @@ class Diagnosis:
                 "resumed": self.resumed,
                 "first_nonfinite_step": self.first_nonfinite_step,
                 "steps": list(self.steps) if self.steps else None, "notes": list(self.notes)}
+
+
+def exit_code_of(diagnoses, fail_on: str = "fail", *, allow_unknown: bool = False) -> int:
+    """The exit code of a check of several runs: findings (1) outrank runs never judged (3), which
+    outrank clean runs (0); no run at all is clean."""
+    codes = {d.exit_code(fail_on, allow_unknown=allow_unknown) for d in diagnoses}
+    for code in (EXIT_FINDINGS, EXIT_NOT_JUDGED):
+        if code in codes:
+            return code
+    return EXIT_CLEAN
 
 
 def report_dict(diagnoses: list[Diagnosis], version: str) -> dict:

@@ -194,12 +194,11 @@ def _check_file_map(settings, run) -> None:
 
 def _diagnose_run(run, rules, settings, cost: dict | None = None):
     """One run diagnosed under the settings; `cost` carries --gpus / --gpu-hour-cost for the cost estimate."""
-    from .engine import diagnose
+    from .selection import diagnose_selected
 
     _check_file_map(settings, run)
-    return diagnose(run, rules=rules, mapping=settings.map, select=list(settings.select),
-                    ignore=list(settings.ignore), params=settings.params, guess=not settings.no_guess,
-                    **(cost or {}))
+    return diagnose_selected(run, rules, select=settings.select, ignore=settings.ignore, mapping=settings.map,
+                             params=settings.params, guess=not settings.no_guess, **(cost or {}))
 
 
 def _diagnose_all(runs, rules, settings):
@@ -546,7 +545,7 @@ def check(
     def body() -> None:
         from .config import parse_jobs
         from .report import FORMATS, render
-        from .rules import select_rules
+        from .selection import choose
 
         fmt = _choice("--format", format, FORMATS)
         if fail_on is not None:
@@ -575,7 +574,7 @@ def check(
 
             before = _baseline(baseline, with_files, step_col, rules, settings)
             comparisons = [compare(before, d) for d in diagnoses]
-        chosen = select_rules(rules, list(settings.select), list(settings.ignore))
+        chosen, _ = choose(rules, settings.select, settings.ignore)
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
                    "settings": settings}
         if output is not None:

@@ -17,6 +17,7 @@ class Status(str, Enum):
     WARN = "warn"
     FAIL = "fail"
     UNKNOWN = "unknown"
+    IGNORED = "ignored"         # every rule of the layer was left out by --select / --ignore
 
 
 SEVERITY_RANK = {"pass": 0, "warn": 1, "fail": 2}
@@ -142,6 +143,9 @@ class Diagnosis:
     signal_sources: dict[str, str] = field(default_factory=dict)   # signal -> the file it was read from
     guessed: dict[str, str] = field(default_factory=dict)   # signal -> key, for signals guessed from names
     trends: tuple[Trend, ...] = field(default=(), compare=False)   # display only; not in to_dict()
+    ignored: tuple[str, ...] = ()           # rule ids the selection (--select / --ignore) left out
+    ignored_layers: tuple[int, ...] = ()    # layers all of whose rules were left out
+    ignored_findings: tuple[Finding, ...] = ()   # what the left-out rules would have found
 
     @property
     def verdict(self) -> str:
@@ -151,6 +155,27 @@ class Diagnosis:
         if worst == 0 and not any(layer.status is Status.PASS for layer in self.layers):
             return "unknown"
         return {0: "pass", 1: "warn", 2: "fail"}[worst]
+
+    def ignored_text(self) -> str:
+        """What the selection left out, as a reader takes it in: "L1 and L3", "L3.grad-norm-spike",
+        "L1 and 3 L3 rules"; empty when nothing was."""
+        parts = [f"L{n}" for n in self.ignored_layers]
+        for layer in sorted({int(rid[1]) for rid in self.ignored} - set(self.ignored_layers)):
+            ids = [rid for rid in self.ignored if int(rid[1]) == layer]
+            parts += ids if len(ids) <= 2 else [f"{len(ids)} L{layer} rules"]
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
+
+    def verdict_text(self) -> str:
+        """The verdict, never a bare pass when rules were left out: "pass, L1 and L3 ignored (ignored
+        rules would fire: L3.nonfinite-values fail)"."""
+        left_out = self.ignored_text()
+        if not left_out:
+            return self.verdict
+        text = f"{self.verdict}, {left_out} ignored"
+        if self.ignored_findings:
+            fired = ", ".join(f"{f.rule} {f.severity}" for f in self.ignored_findings)
+            text += f" (ignored rules would fire: {fired})"
+        return text
 
     def root_findings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.layer == self.root_layer and not f.downstream)
@@ -179,7 +204,10 @@ class Diagnosis:
                 "methods": [m.to_dict() for m in self.methods], "methods_advice": self.methods_advice,
                 "resumed": self.resumed,
                 "first_nonfinite_step": self.first_nonfinite_step,
-                "steps": list(self.steps) if self.steps else None, "notes": list(self.notes)}
+                "steps": list(self.steps) if self.steps else None, "notes": list(self.notes),
+                "verdict_text": self.verdict_text(), "ignored": list(self.ignored),
+                "ignored_layers": list(self.ignored_layers),
+                "ignored_findings": [f.to_dict() for f in self.ignored_findings]}
 
 
 def exit_code_of(diagnoses, fail_on: str = "fail", *, allow_unknown: bool = False) -> int:

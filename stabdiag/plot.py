@@ -26,7 +26,8 @@ from .run import Run
 
 FORMATS = ("png", "svg")
 _SEVERITY_COLOR = {"fail": "#d62728", "warn": "#ff9f1a"}
-_STATUS_COLOR = {"pass": "#2ca02c", "warn": "#e08a00", "fail": "#d62728", "unknown": "#7f7f7f"}
+_STATUS_COLOR = {"pass": "#2ca02c", "warn": "#e08a00", "fail": "#d62728", "unknown": "#7f7f7f",
+                 "ignored": "#7f7f7f"}
 # per panel: (left-axis signals, twin-axis signals, log scale)
 PANELS = {
     1: (("reward", "eval:*", "zero_std_frac"), ("response_length",), False),

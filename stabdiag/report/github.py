@@ -66,6 +66,10 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
                 message += f"\nLikely a consequence of layer {diag.root_layer}; do not fix from the bottom up."
             lines.append(command(_LEVEL[f.severity], message, file=file,
                                  title=f"stabdiag {f.rule} ({role})"))
+        if diag.ignored:
+            lines.append(command("warning" if diag.ignored_findings else "notice",
+                                 f"{diag.run}: {diag.verdict_text()}", file=file,
+                                 title="stabdiag rules ignored (--select/--ignore)"))
         for r in diag.layers:
             if r.status is Status.UNKNOWN:
                 lines.append(command("notice", f"{diag.run}: layer {r.layer} ({LAYER_NAMES[r.layer]}) not "

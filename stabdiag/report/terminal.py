@@ -16,13 +16,15 @@ from ..rules import LAYER_NAMES
 from .settings import summary_line
 from .sparkline import cell_steps, rebin, short, sparkline
 
-_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
+_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim", "ignored": "dim"}
 
 
 def _layer_evidence(diag: Diagnosis, layer: int) -> str:
     result = diag.layers[layer - 1]
     if result.status is Status.UNKNOWN:
         return "not judged: " + result.not_judged_text()
+    if result.status is Status.IGNORED:
+        return ignored_evidence(diag, layer)
     if not result.findings:
         return ""
     worst = sorted(result.findings, key=lambda f: f.severity != "fail")[0]
@@ -30,11 +32,19 @@ def _layer_evidence(diag: Diagnosis, layer: int) -> str:
     return worst.message + (f"  (+{more} more)" if more else "")
 
 
+def ignored_evidence(diag: Diagnosis, layer: int) -> str:
+    """An ignored layer's evidence: that nobody asked, and what its rules would have said."""
+    fired = [f"{f.rule} {f.severity}" for f in diag.ignored_findings if f.layer == layer]
+    return "ignored (--select/--ignore)" + (f"; would fire: {', '.join(fired)}" if fired else "")
+
+
 def _verdict_line(diag: Diagnosis) -> Text:
     text = Text()
     text.append(diag.run, style="bold")
     text.append("  ")
     text.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
+    if diag.ignored:
+        text.append(f", {diag.ignored_text()} ignored", style="yellow" if diag.ignored_findings else "dim")
     if diag.root_layer is not None:
         text.append(f"  root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})")
     elif diag.verdict == "unknown":
@@ -141,6 +151,10 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> No
         console.print(Text("Not judged - what each layer lacks:", style="bold"))
         _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) {r.unknown_reason}: "
                           + r.not_judged_text()) for r in unknown_layers])
+    if diag.ignored_findings:
+        console.print(Text("Ignored by the selection, would have fired:", style="bold"))
+        _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), f.message)
+                         for f in diag.ignored_findings])
     for line in describe_cost(diag.cost) if diag.cost else ():
         console.print(Text(line))
     for forecast in diag.forecasts:

@@ -500,11 +500,13 @@ def _with_comparisons(text: str, fmt: str, comparisons) -> str:
 @app.command(cls=_Command)
 def check(
     paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
-    format: str = typer.Option("terminal", "--format", "-f",
-                               help="terminal, json, junit, markdown or github (annotations)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o",
-                                         help="Write the --format report to FILE; the terminal report "
-                                              "still prints."),
+    format: Optional[str] = typer.Option(None, "--format", "-f", metavar="FORMAT",
+                                         help="What stdout gets: terminal (default), json, junit, markdown, "
+                                              "html or github (annotations)."),
+    output: list[str] = typer.Option([], "--output", "-o", metavar="FILE",
+                                     help="Also write a report to FILE, in the format its extension names "
+                                          "(.json, .xml JUnit, .md, .html, .txt); repeat for several, "
+                                          "all from one read."),
     fail_on: Optional[str] = typer.Option(None, "--fail-on",
                                           help="Exit 1 on findings at or above: warn or fail "
                                                "(default: fail, or the config file's)."),
@@ -545,13 +547,16 @@ def check(
     def body() -> None:
         from .config import parse_jobs
         from .report import FORMATS, render
+        from .report.outputs import WITH_TRENDS, plan
         from .selection import choose
 
-        fmt = _choice("--format", format, FORMATS)
+        fmt = _choice("--format", format or "terminal", FORMATS)
+        for target in output:        # the inputs are read-only: said before anything else about a target
+            _refuse_to_overwrite("--output", target, [*paths, *with_files, baseline])
+        outputs = plan(output, format)
         if fail_on is not None:
             _choice("--fail-on", fail_on, FAIL_ON)
         workers = parse_jobs(jobs, "--jobs") if jobs is not None else None
-        _refuse_to_overwrite("--output", output, [*paths, *with_files, baseline])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                     "fail-on": fail_on, "allow-unknown": allow_unknown,
                                                     "no-guess": no_guess, "map": mapping, "param": params,
@@ -559,11 +564,11 @@ def check(
         if show_settings:
             sys.stdout.write(settings.show())
             return
-        terminal = fmt == "terminal" or output is not None
+        terminal = fmt == "terminal"
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
         job = _Job(rules, settings, {"step_col": step_col, "progress": terminal, "refresh": refresh},
-                   trends=fmt in ("terminal", "markdown") or terminal,
+                   trends=any(f in WITH_TRENDS for f in (fmt, *(o.format for o in outputs))),
                    cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug,
                    drawing={"width": width, "color": color} if terminal else None)
         checked = _check_runs(paths, with_files, job, jobs=settings.jobs, split_sources=split_sources)
@@ -577,22 +582,16 @@ def check(
         chosen, _ = choose(rules, settings.select, settings.ignore)
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
                    "settings": settings}
-        if output is not None:
-            report = render(diagnoses, fmt, width=100, color=False, **options)
-            _write(output, _with_comparisons(report, fmt, comparisons))
-        if terminal:
-            report = render(diagnoses, "terminal", width=width, color=color,
-                            drawn=[outcome.drawn for outcome in checked], **options)
-            sys.stdout.write(_with_comparisons(report, "terminal", comparisons))
-        else:
-            sys.stdout.write(_with_comparisons(render(diagnoses, fmt, **options), fmt, comparisons))
-            if fmt == "junit":
-                for c in comparisons:
-                    print(f"baseline: {c.summary}", file=sys.stderr)
-        if not terminal:
-            for diag in diagnoses:
-                for note in diag.notes:
-                    print(f"warning: {diag.run}: {note}", file=sys.stderr)
+        drawn = [outcome.drawn for outcome in checked]
+        for target, target_fmt in outputs:       # files: no colour, 100 columns, the stdout parts when alike
+            same = terminal and width == 100 and not color
+            report = render(diagnoses, target_fmt, width=100, color=False, drawn=drawn if same else None, **options)
+            _write(target, _with_comparisons(report, target_fmt, comparisons))
+        report = render(diagnoses, fmt, width=width, color=color, drawn=drawn if terminal else None, **options)
+        sys.stdout.write(_with_comparisons(report, fmt, comparisons))
+        if fmt == "junit":
+            for c in comparisons:
+                print(f"baseline: {c.summary}", file=sys.stderr)
         from .diagnosis import exit_code_of
 
         code = exit_code_of(diagnoses, settings.fail_on, allow_unknown=settings.allow_unknown)

@@ -75,4 +75,6 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
                 lines.append(command("notice", f"{diag.run}: layer {r.layer} ({LAYER_NAMES[r.layer]}) not "
                                      f"judged ({r.unknown_reason}): {r.not_judged_text()}",
                                      file=file, title=f"stabdiag layer {r.layer} not judged"))
+        for note in diag.notes:         # a note is a note here too, not a `warning:` on stderr
+            lines.append(command("notice", f"{diag.run}: {note}", file=file, title="stabdiag note"))
     return "\n".join(lines) + ("\n" if lines else "")

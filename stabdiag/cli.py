@@ -540,6 +540,9 @@ def check(
     jobs: Optional[str] = typer.Option(None, "--jobs", "-j", metavar="N",
                                        help="Check a tree of runs with N worker processes (default: the usable "
                                             "cores, or the config's jobs; 1 checks one run at a time)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every run's full view (the four-layer table, "
+                                                                "sparklines, all findings)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="The table of runs alone, one line per run."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks (checks one run at a time; the exit "
                                                       "code stays the same)."),
 ) -> None:
@@ -564,13 +567,16 @@ def check(
         if show_settings:
             sys.stdout.write(settings.show())
             return
+        if verbose and quiet:
+            raise ConfigError("--verbose and --quiet: give one of them")
+        view = "full" if verbose else "quiet" if quiet else "auto"
         terminal = fmt == "terminal"
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
         job = _Job(rules, settings, {"step_col": step_col, "progress": terminal, "refresh": refresh},
                    trends=any(f in WITH_TRENDS for f in (fmt, *(o.format for o in outputs))),
                    cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug,
-                   drawing={"width": width, "color": color} if terminal else None)
+                   drawing={"width": width, "color": color, "shared": True} if terminal and verbose else None)
         checked = _check_runs(paths, with_files, job, jobs=settings.jobs, split_sources=split_sources)
         diagnoses = [outcome.diagnosis for outcome in checked]
         comparisons = []
@@ -581,7 +587,7 @@ def check(
             comparisons = [compare(before, d) for d in diagnoses]
         chosen, _ = choose(rules, settings.select, settings.ignore)
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
-                   "settings": settings}
+                   "settings": settings, "view": view}
         drawn = [outcome.drawn for outcome in checked]
         for target, target_fmt in outputs:       # files: no colour, 100 columns, the stdout parts when alike
             same = terminal and width == 100 and not color

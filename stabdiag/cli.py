@@ -685,6 +685,18 @@ def signals(
     _guarded(body, debug)
 
 
+@app.command(cls=_Command)
+def schema(which: str = typer.Argument("check", metavar="REPORT",
+                                       help="check (the check --format json report) or signals.")) -> None:
+    """Print the JSON Schema (draft 2020-12) of a JSON report; its version is the report's schema_version."""
+    def body() -> None:
+        from .schema import SCHEMAS
+
+        print(json.dumps(SCHEMAS[_choice("schema", which, tuple(SCHEMAS))](), indent=2))
+
+    _guarded(body)
+
+
 @rules_app.command("list", cls=_Command)
 def rules_list(format: str = typer.Option("text", "--format", "-f", help="text or json."),
                rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files.")) -> None:

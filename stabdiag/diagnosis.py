@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = "2.0"   # 2.0: verdict "unknown", not-judged reasons, ending-free; see README "JSON"
+SCHEMA_VERSION = "2.1"   # 2.0: verdict "unknown", not-judged reasons; 2.1: what a selection ignored, the
+                         # layer status "ignored", verdict_text.  The schema: stabdiag/schema.py
 
 
 class Status(str, Enum):

@@ -53,6 +53,28 @@ def _defer_coercion(params) -> None:
     for param in params:     # typer before 0.2x has neither attribute: click types, nothing to defer
         if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
             param._runtime_param = _LazyCoercion(param.type_descriptor)
+        _readable_metavar(param)
+
+
+# What the help shows after an option, instead of the Python type typer would show (`<list[str]>`).
+_METAVARS = {"paths": "PATH", "format": "FORMAT", "output": "FILE", "fail_on": "warn|fail", "mapping": "SIGNAL=KEY",
+             "select": "RULE", "ignore": "RULE", "params": "RULE.NAME=VALUE", "with_files": "FILE",
+             "rules_dir": "DIR", "baseline": "RUN", "config": "FILE", "step_col": "NAME", "gpus": "N",
+             "gpu_hour_cost": "PRICE", "jobs": "N", "color": "auto|always|never", "rule_id": "RULE", "name": "NAME",
+             "since": "AGE", "tag": "TAG", "state": "STATE", "which": "REPORT"}
+
+
+def _readable_metavar(param) -> None:
+    """A flag shows no type at all; any other parameter a word for what it takes (PATH, RULE, N, FILE)."""
+    if not hasattr(param, "display_type_rich"):
+        return
+    if getattr(param, "is_flag", False) or getattr(param, "is_bool_flag", False):
+        param.display_type_rich = lambda ctx: None
+        return
+    if param.metavar is None:
+        param.metavar = _METAVARS.get(param.name or "", (param.name or "value").upper())
+    if param.param_type_name == "argument":     # its name says what it takes: no type column beside it
+        param.display_type_rich = lambda ctx: None
 
 
 class _DeferredCoercion:
@@ -76,11 +98,14 @@ class _Group(_DeferredCoercion, TyperGroup):
     pass
 
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=_Group,
+_HELP = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False, cls=_Group,
+                  context_settings=_HELP,
                   help="Which layer of a training run failed first, the evidence, and what to check first.")
-rules_app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Group, help="List and explain the rules.")
+rules_app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Group, context_settings=_HELP,
+                        help="List and explain the rules.")
 app.add_typer(rules_app, name="rules")
-methods_app = typer.Typer(add_completion=False, cls=_Group,
+methods_app = typer.Typer(add_completion=False, cls=_Group, context_settings=_HELP,
                           help="The stability methods and the layer each acts on.")
 app.add_typer(methods_app, name="methods")
 app.add_typer(probe_app, name="probe", help="Recompute logprobs with the training-side model and measure "
@@ -139,6 +164,26 @@ def _traceback(debug: bool) -> None:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
+
+
+def _color(when: str) -> bool:
+    """--color always|never, or auto: FORCE_COLOR (set, not 0) forces it, NO_COLOR (set) stops it, else
+    colour exactly when stdout is a terminal (https://no-color.org, https://force-color.org)."""
+    _choice("--color", when, ("auto", "always", "never"))
+    if when != "auto":
+        return when == "always"
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+def _width() -> int:
+    """The report's width: COLUMNS when set (as a terminal or a CI job sets it), else the terminal's,
+    else 100 (a pipe or a file)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 40:
+        return int(columns)
+    return shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
 
 
 def _version(value: bool) -> None:
@@ -540,6 +585,9 @@ def check(
     jobs: Optional[str] = typer.Option(None, "--jobs", "-j", metavar="N",
                                        help="Check a tree of runs with N worker processes (default: the usable "
                                             "cores, or the config's jobs; 1 checks one run at a time)."),
+    color_when: str = typer.Option("auto", "--color", metavar="auto|always|never",
+                                   help="Colour on stdout: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces "
+                                        "it), always or never."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every run's full view (the four-layer table, "
                                                                 "sparklines, all findings)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="The table of runs alone, one line per run."),
@@ -571,8 +619,7 @@ def check(
             raise ConfigError("--verbose and --quiet: give one of them")
         view = "full" if verbose else "quiet" if quiet else "auto"
         terminal = fmt == "terminal"
-        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+        color, width = _color(color_when), _width()
         job = _Job(rules, settings, {"step_col": step_col, "progress": terminal, "refresh": refresh},
                    trends=any(f in WITH_TRENDS for f in (fmt, *(o.format for o in outputs))),
                    cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug,
@@ -634,6 +681,9 @@ def plot(
         from .plot import plot as draw
 
         suffix = Path(output).suffix.lstrip(".").lower() if output else ""
+        if suffix and suffix not in FORMATS and not Path(output).is_dir():
+            raise ConfigError(f"-o {output}: stabdiag plot writes {' or '.join(FORMATS)}; name the file "
+                              f"{' or '.join('.' + f for f in FORMATS)}, or give a folder")
         fmt = _choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
         _refuse_to_overwrite("--output", output, [*paths, *with_files])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,

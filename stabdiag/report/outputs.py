@@ -8,7 +8,8 @@ from typing import NamedTuple
 
 from ..errors import ConfigError
 
-EXTENSIONS = {".json": "json", ".xml": "junit", ".md": "markdown", ".markdown": "markdown", ".txt": "terminal"}
+EXTENSIONS = {".json": "json", ".xml": "junit", ".md": "markdown", ".markdown": "markdown", ".txt": "terminal",
+              ".html": "html", ".htm": "html"}
 WITH_TRENDS = ("terminal", "markdown", "html")      # formats that draw the signals (sparklines, timelines)
 
 

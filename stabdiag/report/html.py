@@ -123,6 +123,18 @@ def _polyline(trend: Trend, span: tuple[int, int], top: float, color: str) -> li
     return svg
 
 
+def _legend(trends: list[Trend], y: float, room: int = 30) -> str:
+    """The row's signal names in their lines' colours, as many as fit the label column."""
+    parts, used = [], 0
+    for i, trend in enumerate(trends):
+        if used + len(trend.signal) > room and parts:
+            parts.append(f'<tspan fill="#777"> +{len(trends) - i}</tspan>')
+            break
+        parts.append(f'<tspan fill="{_LINES[i % len(_LINES)]}">{_t(trend.signal)} </tspan>')
+        used += len(trend.signal) + 1
+    return f'<text x="4" y="{y}" font-size="10.5">{"".join(parts)}</text>'
+
+
 def timeline_svg(diag: Diagnosis) -> str:
     """The run's layers as rows on one step axis, as inline SVG (no external reference)."""
     layers = timeline_layers(diag)
@@ -155,11 +167,12 @@ def timeline_svg(diag: Diagnosis) -> str:
         for i, trend in enumerate(trends):
             out += _polyline(trend, span, top, _LINES[i % len(_LINES)])
         if trends:
-            names = ", ".join(t.signal for t in trends[:4]) + (f" +{len(trends) - 4}" if len(trends) > 4 else "")
-            out.append(f'<text x="4" y="{top + 56}" font-size="10.5" fill="#777">{_t(names)}</text>')
+            out.append(_legend(trends, top + 56))
         elif result.status is Status.UNKNOWN:
+            text = "not judged: " + result.not_judged_text()
+            text = text if len(text) <= 125 else text[:124] + "…"
             out.append(f'<text x="{_LABEL + 8}" y="{top + _ROW / 2 + 4}" font-size="12" fill="#777">'
-                       f'not judged: {_t(result.not_judged_text())}</text>')
+                       f'{_t(text)}<title>{_t(result.not_judged_text())}</title></text>')
         if result.onset_step is not None:
             x = _x(result.onset_step, span)
             out.append(f'<line class="onset" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + _ROW}" '

@@ -192,6 +192,20 @@ class Diagnosis:
             return EXIT_NOT_JUDGED
         return EXIT_CLEAN
 
+    def to_frame(self):
+        """The findings as a pandas DataFrame, one row per finding (run, rule, layer, severity, root,
+        downstream, explained_by, start_step, end_step, title, message)."""
+        from .frames import diagnosis_to_frame
+
+        return diagnosis_to_frame(self)
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the diagnosis as the HTML report's section for the run, timeline included
+        when trends are attached (`stabdiag.report.sparkline.with_trends`)."""
+        from .report.html import render_one
+
+        return render_one(self)
+
     def to_dict(self) -> dict:
         return {"run": self.run, "verdict": self.verdict, "root_layer": self.root_layer,
                 "layers": [layer.to_dict() for layer in self.layers],

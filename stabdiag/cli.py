@@ -61,7 +61,7 @@ _METAVARS = {"paths": "PATH", "format": "FORMAT", "output": "FILE", "fail_on": "
              "select": "RULE", "ignore": "RULE", "params": "RULE.NAME=VALUE", "with_files": "FILE",
              "rules_dir": "DIR", "baseline": "RUN", "config": "FILE", "step_col": "NAME", "gpus": "N",
              "gpu_hour_cost": "PRICE", "jobs": "N", "color": "auto|always|never", "rule_id": "RULE", "name": "NAME",
-             "since": "AGE", "tag": "TAG", "state": "STATE", "which": "REPORT"}
+             "since": "AGE", "tags": "TAG", "state": "STATE", "which": "REPORT"}
 
 
 def _readable_metavar(param) -> None:
@@ -564,7 +564,15 @@ def check(
                                                             "(e.g. drift.csv from stabdiag probe)."),
     rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A baseline run (e.g. before a fix): "
-                                                                    "per layer, what changed."),
+                                                                    "per layer, what changed; last-pass: each "
+                                                                    "selected run against the newest passing "
+                                                                    "run before it."),
+    since: Optional[str] = typer.Option(None, "--since", help="With a project (wandb://ENTITY/PROJECT): "
+                                                              "only runs created within AGE (24h, 7d)."),
+    tags: list[str] = typer.Option([], "--tag", help="With a project: only runs with this tag (repeat: all "
+                                                     "of them)."),
+    state: Optional[str] = typer.Option(None, "--state", help="With a project: only runs in this state "
+                                                              "(finished, crashed, failed, running)."),
     config: Optional[str] = typer.Option(None, "--config", help="Config file (stabdiag.toml or "
                                                                 "pyproject.toml) instead of the one found."),
     show_settings: bool = typer.Option(False, "--show-settings", help="Print the resolved settings and "
@@ -602,8 +610,9 @@ def check(
         from .selection import choose
 
         fmt = _choice("--format", format or "terminal", FORMATS)
+        last_pass = baseline == "last-pass"
         for target in output:        # the inputs are read-only: said before anything else about a target
-            _refuse_to_overwrite("--output", target, [*paths, *with_files, baseline])
+            _refuse_to_overwrite("--output", target, [*paths, *with_files, None if last_pass else baseline])
         outputs = plan(output, format)
         if fail_on is not None:
             _choice("--fail-on", fail_on, FAIL_ON)
@@ -624,14 +633,23 @@ def check(
                    trends=any(f in WITH_TRENDS for f in (fmt, *(o.format for o in outputs))),
                    cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug,
                    drawing={"width": width, "color": color, "shared": True} if terminal and verbose else None)
-        checked = _check_runs(paths, with_files, job, jobs=settings.jobs, split_sources=split_sources)
+        from . import nightly
+
+        selected, groups = nightly.expand(list(paths), nightly.filters(since, tags, state))
+        if last_pass and not groups:
+            raise ConfigError("--baseline last-pass: compares the runs of a selection; give a project, e.g. "
+                              "wandb://ENTITY/PROJECT --since 7d")
+        checked = _check_runs(selected, with_files, job, jobs=settings.jobs, split_sources=split_sources)
         diagnoses = [outcome.diagnosis for outcome in checked]
         comparisons = []
         if baseline is not None:
             from .baseline import compare
 
-            before = _baseline(baseline, with_files, step_col, rules, settings)
-            comparisons = [compare(before, d) for d in diagnoses]
+            if last_pass:
+                comparisons = [compare(before, d) for before, d in nightly.last_pass(diagnoses, groups)]
+            else:
+                before = _baseline(baseline, with_files, step_col, rules, settings)
+                comparisons = [compare(before, d) for d in diagnoses]
         chosen, _ = choose(rules, settings.select, settings.ignore)
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
                    "settings": settings, "view": view}

@@ -253,7 +253,7 @@ def test_output_to_an_unwritable_place_is_one_error_line(tmp_path):
 def test_unknown_format_lists_the_choices():
     result = runner.invoke(app, ["check", str(SAMPLES), "--format", "xml"])
     assert result.exit_code == 2
-    assert result.stderr.strip() == ("error: --format: expected one of terminal, json, junit, markdown, github; "
+    assert result.stderr.strip() == ("error: --format: expected one of terminal, json, junit, markdown, github, html; "
                                      "got 'xml'")
 
 

@@ -38,7 +38,8 @@ _FINDING = _closed({
     "end_step": _INT, "message": _STR,
     "evidence": {"type": "object", "description": "what the rule's detector measured; keys differ by rule; "
                                                   "NaN and Inf as the strings 'nan', 'inf', '-inf'"},
-    "downstream": _BOOL, "explained_by": {"type": ["string", "null"]}, "check_first": _STRS})
+    "downstream": _BOOL, "explained_by": {"type": ["string", "null"]}, "check_first": _STRS},
+    {"downstream_reason": {"type": ["string", "null"], "description": "why a finding is downstream"}})
 
 _LAYER_RESULT = _closed({
     "layer": _LAYER, "status": {"enum": ["pass", "warn", "fail", "unknown", "ignored"]}, "onset_step": _STEP,
@@ -48,7 +49,8 @@ _LAYER_RESULT = _closed({
 _UNKNOWN = _closed({"rule": _STR, "layer": _LAYER, "kind": {"enum": ["missing signal", "too little data"]},
                     "missing": _STRS, "reason": _STR})
 
-_ENDING = _closed({"kind": _STR, "step": _STEP, "message": _STR, "source": _STR})
+_ENDING = _closed({"kind": _STR, "step": _STEP, "message": _STR, "source": _STR},
+                  {"planned": {"type": ["integer", "null"], "description": "the steps the run was to train"}})
 
 _FORECAST = _closed({"what": _STR, "signal": _STR, "key": _STR, "now": _NUM, "now_step": _INT, "level": _NUM,
                      "at_step": _INT, "earliest": _INT, "latest": _INT})
@@ -99,7 +101,10 @@ def check_schema() -> dict:
     """The schema of `stabdiag check --format json` (and `-o FILE.json`)."""
     doc = _closed({"stabdiag_version": _STR, "schema_version": {"const": SCHEMA_VERSION},
                    "runs": {"type": "array", "items": _RUN}},
-                  {"settings": _SETTINGS, "comparisons": {"type": "array", "items": _COMPARISON}})
+                  {"settings": _SETTINGS, "comparisons": {"type": "array", "items": _COMPARISON},
+                   "not_read": {"type": "array", "items": _closed({"path": _STR, "reason": _STR}),
+                                "description": "every path given, and every folder beside the runs, that "
+                                               "held nothing readable, with why"}})
     return {"$schema": DRAFT, "$id": f"urn:stabdiag:schema:check:{SCHEMA_VERSION}",
             "title": f"stabdiag check report, schema {SCHEMA_VERSION}", **doc}
 

@@ -8,8 +8,8 @@ tracker's API and applied again here, so a backend that ignores one still gets t
 
 Trackers plug in through `SELECTORS`: a scheme ("wandb", "mlflow") maps to a function taking the
 project URI and the Filters and returning `Selected` runs.  W&B is built in; MLflow registers its own
-with `register("mlflow", fn)` from the module that reads MLflow runs, so that `mlflow://EXPERIMENT`
-takes the same --since/--tag/--state and --baseline last-pass.
+with `register("mlflow", fn)` from the module that reads MLflow runs, so that
+`mlflow://HOST:PORT/EXPERIMENT` takes the same --since/--tag/--state and --baseline last-pass.
 """
 
 from __future__ import annotations
@@ -93,8 +93,13 @@ def _wandb_project(rest: str) -> bool:
     return len([p for p in rest.split("/") if p]) == 2
 
 
-_KNOWN: dict[str, Callable[[str], bool]] = {"wandb": _wandb_project,
-                                            "mlflow": lambda rest: "/" not in rest.strip("/")}
+def _mlflow_project(rest: str) -> bool:
+    """`mlflow://HOST:PORT/EXPERIMENT` (not `.../EXPERIMENT/RUN`), and only once MLflow has registered a
+    selector: until then the URI is the MLflow reader's, which reads every run of the experiment."""
+    return "mlflow" in SELECTORS and len([p for p in rest.split("/") if p]) == 2
+
+
+_KNOWN: dict[str, Callable[[str], bool]] = {"wandb": _wandb_project, "mlflow": _mlflow_project}
 
 
 def expand(paths: list[str], chosen: Filters) -> tuple[list[str], list[list[str]]]:

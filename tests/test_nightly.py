@@ -122,8 +122,9 @@ def test_selection_errors_are_one_line(api):
 
 def test_mlflow_plugs_in_through_the_same_hook(monkeypatch):
     monkeypatch.delitem(nightly.SELECTORS, "mlflow", raising=False)
-    missing = runner.invoke(app, ["check", "mlflow://nightly-exp", "--since", "1d"])
-    assert missing.exit_code == 2 and "not available in this install" in missing.stderr
+    assert not nightly.is_project("mlflow://host:5000/nightly-exp")     # the MLflow reader's own URI
+    missing = runner.invoke(app, ["check", "mlflow://host:5000/nightly-exp", "--since", "1d"])
+    assert missing.exit_code == 2 and "select runs of a project" in missing.stderr
     seen = []
 
     def select(uri, chosen):
@@ -132,9 +133,11 @@ def test_mlflow_plugs_in_through_the_same_hook(monkeypatch):
                 nightly.Selected(str(SAMPLES / "grpo_math_healthy"), NOW - timedelta(hours=3))]
 
     monkeypatch.setitem(nightly.SELECTORS, "mlflow", select)
-    result = runner.invoke(app, ["check", "mlflow://nightly-exp", "--since", "1d", "--baseline", "last-pass",
+    assert nightly.is_project("mlflow://host:5000/nightly-exp")
+    assert not nightly.is_project("mlflow://host:5000/nightly-exp/run1")
+    result = runner.invoke(app, ["check", "mlflow://host:5000/nightly-exp", "--since", "1d", "--baseline", "last-pass",
                                  "--format", "json", "--jobs", "1"])
     doc = json.loads(result.stdout)
-    assert seen == [("mlflow://nightly-exp", True)] and len(doc["runs"]) == 2
+    assert seen == [("mlflow://host:5000/nightly-exp", True)] and len(doc["runs"]) == 2
     assert [(c["baseline"], c["run"]) for c in doc["comparisons"]] == [("grpo_math_healthy",
                                                                          "grpo_math_numeric_blowup")]

@@ -411,9 +411,11 @@ def _stop(pool, *, finished: bool) -> None:
             process.terminate()
 
 
-def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tuple) -> list[_Outcome]:
-    """The runs read, after saying what a serial check says in its order: per path, the Python warnings
-    of loading and the error when no run could be read; the runs' `warning:` lines; a --with error; then
+def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tuple,
+            unread: list | None = None) -> tuple[list[_Outcome], list[tuple[str, str]]]:
+    """The runs read, and what was not read (path, why), after saying what a serial check says in its
+    order: per path, the Python warnings of loading and an `error:` line when nothing under it could be
+    read (raised instead when nothing at all could be); the runs' `warning:` lines; a --with error; then
     run by run, the Python warnings of diagnosing and the first error."""
     from .assemble import lost_runs
     from .errors import InputError
@@ -426,20 +428,39 @@ def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tupl
 
     results = iter(outcomes)
     loaded: list[_Outcome] = []
-    for source, group in zip(paths, found):
+    errors: list[InputError] = []           # a path nothing could be read from, beside others that could
+    not_read: list[tuple[str, str]] = []
+    for index, (source, group) in enumerate(zip(paths, found)):
         if isinstance(group, Exception):
-            raise group
+            if not isinstance(group, InputError):
+                raise group
+            errors.append(group)
+            not_read.append((source, group.problem))
+            continue
         mine, failed = [], []
         for outcome in (next(results) for _ in group):
             say(outcome.load_said)
             error = outcome.load_error
-            if error is not None and (len(group) == 1 or not isinstance(error, InputError)):
+            if error is not None and not isinstance(error, InputError):
                 raise error
             (mine.append(outcome) if error is None else failed.append((outcome.name, error)))
+        if not mine:
+            try:
+                lost_runs(source, failed, loaded=0)
+            except InputError as exc:
+                errors.append(exc)
+                not_read.append((source, exc.problem))
+            continue
         lost = lost_runs(source, failed, loaded=len(mine))
         if lost:
             mine[0] = _with_lost(mine[0], lost)
+        not_read.extend((name, str(exc)) for name, exc in failed)
+        not_read.extend(unread[index] if unread else ())
         loaded.extend(mine)
+    if not loaded and errors:
+        raise errors[0]
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
     for outcome in loaded:
         for warning in outcome.warnings:
             print(f"warning: {outcome.name}: {warning}", file=sys.stderr)
@@ -451,7 +472,7 @@ def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tupl
         say(outcome.diagnose_said)
         if outcome.error is not None:
             raise outcome.error
-    return loaded
+    return loaded, not_read
 
 
 def _with_lost(outcome: _Outcome, lost: tuple[str, ...]) -> _Outcome:
@@ -475,18 +496,24 @@ def _with_note(with_files: list[str]) -> str:
 
 
 def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int,
-                split_sources: bool) -> list[_Outcome]:
-    """Every run under `paths` checked with up to `jobs` worker processes, in order; what is said on
-    stderr, and which error ends the check, are the same for any number of jobs."""
-    from .assemble import discover
+                split_sources: bool) -> tuple[list[_Outcome], list[tuple[str, str]]]:
+    """Every run under `paths` checked with up to `jobs` worker processes, in order, and what was not
+    read; what is said on stderr, and which error ends the check, are the same for any number of jobs."""
+    from .assemble import discover_tree
+    from .errors import InputError
 
     found: list = []
-    for source in paths:            # a path that cannot be read ends the check there, as serially
+    unread: list = []
+    for source in paths:            # a path that cannot be read is named; any other error ends the check
         try:
-            found.append(discover(source, split_sources=split_sources))
+            runs, missed = discover_tree(source, split_sources=split_sources)
+            found.append(runs)
+            unread.append(missed)
         except Exception as exc:    # noqa: BLE001 - raised in its turn by `_replay`
             found.append(exc)
-            break
+            unread.append(())
+            if not isinstance(exc, InputError):
+                break
     extra: tuple = (None, ())
     if with_files:
         merged, error, said = _caught(lambda: _load_extra(with_files, job.load_options), job.debug)
@@ -495,7 +522,7 @@ def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int
         extra = (error, said)
     tasks = [run_files for group in found if not isinstance(group, Exception) for run_files in group]
     progress = bool(job.load_options.get("progress"))
-    return _replay(paths, found, _outcomes(job, tasks, jobs, progress), extra)
+    return _replay(paths, found, _outcomes(job, tasks, jobs, progress), extra, unread)
 
 
 def _write(path: str, text: str) -> None:
@@ -639,7 +666,8 @@ def check(
         if last_pass and not groups:
             raise ConfigError("--baseline last-pass: compares the runs of a selection; give a project, e.g. "
                               "wandb://ENTITY/PROJECT --since 7d")
-        checked = _check_runs(selected, with_files, job, jobs=settings.jobs, split_sources=split_sources)
+        checked, not_read = _check_runs(selected, with_files, job, jobs=settings.jobs,
+                                       split_sources=split_sources)
         diagnoses = [outcome.diagnosis for outcome in checked]
         comparisons = []
         if baseline is not None:
@@ -652,7 +680,7 @@ def check(
                 comparisons = [compare(before, d) for d in diagnoses]
         chosen, _ = choose(rules, settings.select, settings.ignore)
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
-                   "settings": settings, "view": view}
+                   "settings": settings, "view": view, "not_read": tuple(not_read)}
         drawn = [outcome.drawn for outcome in checked]
         for target, target_fmt in outputs:       # files: no colour, 100 columns, the stdout parts when alike
             same = terminal and width == 100 and not color
@@ -763,6 +791,33 @@ def schema(which: str = typer.Argument("check", metavar="REPORT",
         print(json.dumps(SCHEMAS[_choice("schema", which, tuple(SCHEMAS))](), indent=2))
 
     _guarded(body)
+
+
+@app.command(cls=_Command)
+def watch(
+    paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
+    interval: float = typer.Option(1.0, "--interval", help="Judge each run at most every this many seconds."),
+    format: str = typer.Option("text", "--format", "-f", help="text or jsonl (one JSON object per event)."),
+    exit_on: Optional[str] = typer.Option(None, "--exit-on", help="Exit 1 once a finding at warn or fail appears."),
+    on_alert: Optional[str] = typer.Option(None, "--on-alert", help="Command (argv, no shell) run per new finding, "
+                                                                   "the event's JSON on stdin."),
+    mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY: read SIGNAL from your metric KEY."),
+    select: list[str] = typer.Option([], "--select", help="Only these rule ids or prefixes."),
+    ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids or prefixes."),
+    step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    polling: bool = typer.Option(False, "--polling", help="Poll the files instead of using watchfiles."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+) -> None:
+    """Follow runs while they train: judge them again as their logs grow, and say when a finding appears."""
+    def body() -> None:
+        from .watch.watcher import Watcher, settings_from_flags
+
+        settings, rules = _settings(paths, None, {"select": select, "ignore": ignore, "map": mapping})
+        raise _Exit(Watcher(paths, settings_from_flags(settings, rules, interval=interval, format=format,
+                                                       exit_on=exit_on, on_alert=on_alert, step_col=step_col,
+                                                       polling=polling)).run())
+
+    _guarded(body, debug)
 
 
 @rules_app.command("list", cls=_Command)

@@ -42,11 +42,27 @@ class Finding:
     check_first: tuple[str, ...]
     downstream: bool = False
     explained_by: str | None = None
+    downstream_reason: str | None = None     # why it is read as after the root (its layer, or its onset)
+
+    @property
+    def onset_interval(self) -> tuple[int, int]:
+        """The 95% interval of the step the finding began (the change-point model's, where a trend rule's
+        finding has one; the start step itself for an event)."""
+        low, high = self.evidence.get("onset_low"), self.evidence.get("onset_high")
+        if isinstance(low, int) and isinstance(high, int):
+            return low, high
+        return self.start_step, self.start_step
+
+    @property
+    def onset(self) -> int:
+        value = self.evidence.get("onset")
+        return value if isinstance(value, int) else self.start_step
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "layer": self.layer, "severity": self.severity, "title": self.title,
                 "start_step": self.start_step, "end_step": self.end_step, "message": self.message,
                 "evidence": _jsonable(self.evidence), "downstream": self.downstream,
+                "downstream_reason": self.downstream_reason,
                 "explained_by": self.explained_by, "check_first": list(self.check_first)}
 
 

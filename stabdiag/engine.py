@@ -4,13 +4,18 @@ Each rule comes out one of three ways: a finding, judged and clean, or not judge
 missing, or the data is too short or too sparse; the detector says why).  A layer passes only when one
 of its rules judged the run and none fired; a run with no judged layer is `unknown`, never `pass`.
 
-The root is the first failing layer (else the first warning one); findings below it are marked
+The root is chosen by time: among the failing findings (else the warning ones) that no other rule
+explains as a consequence, the one whose onset comes first (a trend's onset is the change point of its
+signal, with a 95% interval; an event's is its step); where onset intervals overlap, the shallowest layer
+among them wins, the layer order breaking ties only when time cannot.  Findings in deeper layers are
 downstream, because a layer's failure makes every layer under it suspect (seed 000: lowering the LR did
-nothing when the cause was the reward).  Cause comes before consequence: a finding a rule declares a
-consequence of another (equal rewards in every group after entropy hit 0) is explained by it when that
-one began first, and is never the root.  Behaviour rules judge the run only up to its first
-*persistent* non-finite step: after that the numbers describe a broken model, not a training dynamic;
-a NaN or Inf the run comes back from (a skipped step, a loss-scale overflow) cuts nothing.
+nothing when the cause was the reward), and so are findings in shallower layers that began after the
+root's interval (a reward that diverges after the policy collapsed); each says why.  Cause comes before
+consequence: a finding a rule declares a consequence of another (equal rewards in every group after
+entropy hit 0) is explained by it when that one began first, and is never the root.  Behaviour rules
+judge the run only up to its first *persistent* non-finite step: after that the numbers describe a
+broken model, not a training dynamic; a NaN or Inf the run comes back from (a skipped step, a loss-scale
+overflow) cuts nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ import numpy as np
 
 from . import _stats as st
 from .cost import estimate
-from .detectors import CHAIN, Curve, Evidence, NotJudged
+from .detectors import CHAIN, Curve, Evidence, NotJudged, Quiet
+from .detectors.evidence import hinge_onset
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
 from .forecast import forecasts
 from .methods import active_methods, advice
@@ -146,31 +152,57 @@ def _layer(layer: int, findings: list[Finding], judged: list[str], unknown: list
     return LayerResult(layer, status, onset, mine, missing, tuple(judged), gaps)
 
 
-def _root(findings: list[Finding]) -> int | None:
-    """The first layer with a failing finding, else the first with a warning; a finding explained as
-    the consequence of another rule's finding is never the root."""
+def _root(findings: list[Finding]) -> Finding | None:
+    """The finding the run's trouble starts from, by time: among failing findings (else warnings) that no
+    other rule explains as its consequence, the one whose onset comes first; where other such findings'
+    onset intervals overlap its interval, the one of the shallowest layer among them (seed 000's layer
+    order breaks ties only when time cannot)."""
     causes = [f for f in findings if not (f.explained_by or "").startswith("L")]
     for severity in ("fail", "warn"):
-        layers = [f.layer for f in causes if f.severity == severity]
-        if layers:
-            return min(layers)
+        ranked = [f for f in causes if f.severity == severity]
+        if ranked:
+            first = min(ranked, key=lambda f: (f.onset, f.layer))
+            low, high = first.onset_interval
+            tied = [f for f in ranked if f.onset_interval[0] <= high and low <= f.onset_interval[1]]
+            return min(tied, key=lambda f: (f.layer, f.onset))
     return None
 
 
-def _with_change_points(findings: list[Finding], signals: Signals) -> list[Finding]:
-    """Each finding on a trend gets the step where its signal's abrupt change began (two-sided CUSUM
-    against the signal's own early level): onset evidence that does not depend on the rule's window."""
+def _mark_downstream(findings: list[Finding], root: Finding | None) -> list[Finding]:
+    """Findings outside the root's layer are read as after it: deeper layers (a layer's failure makes
+    every layer under it suspect) and shallower ones whose onset comes after the root's interval."""
+    if root is None:
+        return findings
+    out = []
+    for f in findings:
+        reason = None
+        if f.layer > root.layer:
+            reason = f"below the root layer {root.layer}"
+        elif f.layer < root.layer and f.onset_interval[0] > root.onset_interval[1]:
+            reason = f"began at step {f.onset}, after {root.rule} (from step {root.onset})"
+        out.append(replace(f, downstream=True, downstream_reason=reason) if reason else f)
+    return out
+
+
+def _with_change_points(findings: list[Finding], signals: Signals, rules: dict[str, Rule]) -> list[Finding]:
+    """Each finding of a trend rule gets its onset from one change-point model (the hinge of the best
+    two-phase linear fit to its signal up to the finding's end, evidence.hinge_onset) with a 95% interval;
+    the evidence holds both (`onset`, `onset_low`, `onset_high`; `change_step` = `onset`) and the message
+    quotes them."""
     out = []
     for f in findings:
         s = signals.get(str(f.evidence.get("signal", "")))
-        if s is None or "change_step" in f.evidence:
+        if s is None or not rules[f.rule].spec.trend:
             out.append(f)
             continue
-        ok = np.isfinite(s.values)
-        steps, values = s.steps[ok], s.values[ok]
-        baseline = min(int(np.searchsorted(steps, f.start_step)), len(values) // 4)
-        i = st.cusum_change(values, baseline) if baseline >= 5 else None
-        out.append(replace(f, evidence={**f.evidence, "change_step": int(steps[i])}) if i is not None else f)
+        end = int(np.searchsorted(s.steps, f.end_step, side="right"))
+        onset = hinge_onset(s.steps[:end], s.values[:end])
+        if onset is None:
+            out.append(f)
+            continue
+        out.append(replace(f, message=f"{f.message}; onset {onset.text()}",
+                           evidence={**f.evidence, "onset": onset.step, "onset_low": onset.low,
+                                     "onset_high": onset.high, "change_step": onset.step}))
     return out
 
 
@@ -185,6 +217,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     signals = resolve(run, mapping, guess=guess)
     cutoff = persistent_nonfinite_step(signals)
     findings: list[Finding] = []
+    quiet_notes: list[str] = []       # judged clean, with a reason a user should see (sharpening)
     unknown: list[Unknown] = []
     judged: dict[int, list[str]] = {layer: [] for layer in LAYERS}
     resolved = {r.id: {**r.all_params(), **(params or {}).get(r.id, {})} for r in rules}
@@ -200,16 +233,20 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
             unknown.append(Unknown(rule.id, rule.layer, (), result.reason))
             continue
         judged[rule.layer].append(rule.id)
-        if result is not None:
+        if isinstance(result, Quiet):
+            quiet_notes.append(f"{rule.id}: {result.note}")
+        elif result is not None:
             findings.append(_finding(rule, result, signals.kind))
-    findings = _explain_consequences(_with_change_points(findings, signals), {r.id: r for r in rules})
-    root = _root(findings)
-    findings = [f if root is None or f.layer <= root else replace(f, downstream=True) for f in findings]
+    by_id = {r.id: r for r in rules}
+    findings = _explain_consequences(_with_change_points(findings, signals, by_id), by_id)
+    root_finding = _root(findings)
+    root = root_finding.layer if root_finding is not None else None
+    findings = _mark_downstream(findings, root_finding)
     layers = [_layer(layer, findings, judged[layer], unknown) for layer in LAYERS]
     all_steps = [s.steps for k, s in run.series.items() if len(s) and not is_bookkeeping(k)] or \
         [s.steps for s in run.series.values() if len(s)]
     span = (int(min(a[0] for a in all_steps)), int(max(a[-1] for a in all_steps))) if all_steps else None
-    notes = list(run.notes) + list(signals.notes)
+    notes = list(run.notes) + list(signals.notes) + quiet_notes
     if run.duplicate_steps:
         notes.append(f"resumed run: {run.duplicate_steps} step(s) were written again after a restart; "
                      "the last write of each step was used")

@@ -68,6 +68,7 @@ class AliasTable:
     derivations: tuple[Derivation, ...] = ()
     frameworks: tuple[Fingerprint, ...] = ()
     component_patterns: tuple[re.Pattern, ...] = ()
+    not_components: tuple[str, ...] = ()
 
     def is_known(self, signal: str) -> bool:
         return signal in self.signals or any(signal.startswith(p) and len(signal) > len(p)
@@ -150,7 +151,8 @@ def parse_alias_table(text: str, path: str) -> AliasTable:
     return AliasTable(signals, tuple(_pattern(p) for p in ev.get("patterns", [])),
                       tuple(ev.get("not_scores", [])), tuple(ev.get("strip_suffixes", [])),
                       tuple(_pattern(p) for p in ev.get("loss_patterns", [])), tuple(derivations), frameworks,
-                      tuple(_pattern(p) for p in data.get("component", {}).get("patterns", [])))
+                      tuple(_pattern(p) for p in data.get("component", {}).get("patterns", [])),
+                      tuple(data.get("component", {}).get("not_names", [])))
 
 
 @lru_cache(maxsize=1)
@@ -310,7 +312,7 @@ def _components(series: dict[str, Series], keys: dict[str, Series], used: set[st
             continue
         for pattern in table.component_patterns:
             match = pattern.match(key)
-            if match and "/" not in match.group("name"):
+            if match and "/" not in match.group("name") and match.group("name") not in table.not_components:
                 series.setdefault(COMPONENT_PREFIX + match.group("name"), keys[key])
                 used.add(key)
                 break

@@ -37,9 +37,10 @@ def test_calm_run_passes_every_layer():
 
 
 def test_root_is_the_first_failing_layer_and_lower_layers_are_downstream():
+    # the reward diverges from the start; the logprob drift (layer 4) begins at step 250, the NaN at 390
     diag = diagnose(run_with(**{
         "eval/math500_accuracy": {"every": 20, "ramp": [0.42, 0.42], "noise": 0.01},
-        "logprob_delta": {"ramp": [0.2, 0.2], "noise": 0.01},
+        "logprob_delta": {"ramp": [0.02, 0.2], "ramp_steps": [240, 250], "noise": 0.01},
         "loss": {"ramp": [0.02, 0.02], "noise": 0.01, "nan_from": 390},
     }))
     assert diag.root_layer == 1
@@ -49,6 +50,19 @@ def test_root_is_the_first_failing_layer_and_lower_layers_are_downstream():
     assert diag.layers[0].status is Status.FAIL and diag.layers[3].status is Status.FAIL
 
 
+def test_a_deeper_layer_that_failed_first_is_the_root():
+    """Root by time: a logprob drift present from step 1 comes before the reward's divergence, so layer 4
+    is the root and the divergence is read as after it."""
+    diag = diagnose(run_with(**{
+        "eval/math500_accuracy": {"every": 20, "ramp": [0.42, 0.42], "noise": 0.01},
+        "reward": {"ramp": [0.3, 0.8], "ramp_steps": [200, 400], "noise": 0.03},
+        "logprob_delta": {"ramp": [0.2, 0.2], "noise": 0.01},
+    }))
+    assert diag.root_layer == 4
+    (divergence,) = [f for f in diag.findings if f.rule == "L1.reward-eval-divergence"]
+    assert divergence.downstream and "after L4." in divergence.downstream_reason
+
+
 def test_warn_layer_is_root_only_when_nothing_fails():
     diag = diagnose(run_with(logprob_delta={"ramp": [0.07, 0.07], "noise": 0.003}))
     assert diag.verdict == "warn" and diag.root_layer == 4
@@ -56,9 +70,11 @@ def test_warn_layer_is_root_only_when_nothing_fails():
 
 
 def test_entropy_drop_with_all_correct_groups_is_attributed_to_data():
+    # the eval stays flat: entropy falling while an eval improves would be sharpening, not a collapse
     collapse = {"kl": {"ramp": [0.01, 0.08], "ramp_steps": [150, 300], "lognoise": 0.05},
                 "entropy": {"ramp": [2.0, 0.5], "ramp_steps": [150, 330], "noise": 0.03},
-                "reward": {"ramp": [0.95, 0.95], "noise": 0.01}}
+                "reward": {"ramp": [0.95, 0.95], "noise": 0.01},
+                "eval/math500_accuracy": {"every": 20, "ramp": [0.42, 0.42], "noise": 0.01}}
     moving = diagnose(run_with(**collapse))
     assert moving.root_layer == 2 and moving.layers[1].status is Status.FAIL
     easy = diagnose(run_with(**collapse, frac_reward_zero_std={"ramp": [0.8, 0.8], "noise": 0.02}))

@@ -117,7 +117,7 @@ def ref_spike_vs_recent(values, reward=None, *, window_steps, min_ratio, min_jum
     jump = v.values - med
     positive_level = med > 3.0 * sd
     spike = (jump >= min_jump_sd * sd) & np.where(positive_level, v.values >= min_ratio * med, True)
-    spike &= np.isfinite(med)
+    spike &= np.isfinite(med) & (med != 0)          # no spike against a baseline of exactly 0 (issue 25)
     if not spike.any():
         return None
     episodes = spikes._recovered(v.values, np.flatnonzero(spike), recover, med + recover_sd * sd)

@@ -13,8 +13,10 @@ share one.  By family: trends.py (layer-1 patterns), policy.py, spikes.py, numer
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param
+from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param, Quiet
+from .ending import ended_unfinished
 from .levels import level_above, log_ratio_off
 from .numeric import (
     CHAIN,
@@ -37,7 +39,7 @@ from .trends import (
     trend_divergence,
 )
 
-__all__ = ["CHAIN", "DETECTORS", "Curve", "DetectorSpec", "Evidence", "NotJudged", "Param"]
+__all__ = ["CHAIN", "DETECTORS", "Curve", "DetectorSpec", "Evidence", "NotJudged", "Param", "Quiet"]
 
 
 def _p(name, default, low, high, meaning) -> Param:
@@ -45,8 +47,9 @@ def _p(name, default, low, high, meaning) -> Param:
 
 
 _DIVERGENCE = (
-    _p("min_steps", 50, 5, 1e6, "shortest rise judged, in steps (shorter runs are not judged)"),
-    _p("min_rise_sd", 5.0, 1, 100, "rise of the rising curve, in its own robust noise sds"),
+    _p("min_steps", 20, 5, 1e6, "shortest rise judged, in steps (shorter runs are not judged)"),
+    _p("min_rise_z", 3.0, 1, 20, "how sure: the rise's trend in standard errors, corrected for autocorrelation"),
+    _p("min_rise_share", 0.3, 0.01, 1, "how large: the rise as a share of the rising curve's own range"),
     _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its own level over the "
                                         "rise (and clear of its noise) tracks it"),
     _p("max_flat_upper_rel", 0.15, 0, 1, "flat only if its gain plus flat_se standard errors stays under "
@@ -58,17 +61,19 @@ _DIVERGENCE = (
 
 
 def _describe_divergence(p: dict) -> str:
-    return (f"the rising signal climbs >= {p['min_rise_sd']:g} of its noise sds over >= {p['min_steps']:g} "
-            f"steps while a check gains < {p['max_flat_gain_rel']:.0%} of its own level (and < "
-            f"{p['max_flat_upper_rel']:.0%} at +{p['flat_se']:g} se), and none gains clearly more")
+    return (f"the rising signal climbs >= {p['min_rise_share']:.0%} of its own range over >= "
+            f"{p['min_steps']:g} steps, its trend >= {p['min_rise_z']:g} standard errors clear of 0 "
+            f"(autocorrelation-corrected), while a check gains < {p['max_flat_gain_rel']:.0%} of its own "
+            f"scale (and < {p['max_flat_upper_rel']:.0%} at +{p['flat_se']:g} se), and none rises surely")
 
 
 DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("trend_divergence", trend_divergence, _DIVERGENCE, _describe_divergence),
     DetectorSpec("component_divergence", component_divergence, _DIVERGENCE,
-                 lambda p: (f"a reward component not named for correctness climbs >= {p['min_rise_sd']:g} of its "
-                            f"noise sds over >= {p['min_steps']:g} steps while every component named for "
-                            f"correctness gains < {p['max_flat_gain_rel']:.0%} of its own level")),
+                 lambda p: (f"a reward component not named for correctness climbs >= {p['min_rise_share']:.0%} "
+                            f"of its range (trend z >= {p['min_rise_z']:g}) over >= {p['min_steps']:g} steps while "
+                            f"every component named for correctness gains < {p['max_flat_gain_rel']:.0%} of its "
+                            "own level")),
     DetectorSpec("growth_while_flat", growth_while_flat, (
         _p("min_growth_ratio", 2.0, 1.1, 100, "end level / start level that counts as growth"),
         _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its level is not flat"),
@@ -90,11 +95,12 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_end_frac", 0.5, 0.05, 1, "the fraction ends at least this high (a warning)"),
         _p("fail_end_frac", 0.8, 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),
         _p("min_climb", 0.25, 0.01, 1, "... having climbed by at least this much (absolute, 0-1)"),
-        _p("min_rise_sd", 5.0, 1, 100, "while the reward rises this many of its noise sds"),
+        _p("min_rise_z", 3.0, 1, 20, "while the reward's trend is this many standard errors clear of 0 "
+                                     "(autocorrelation-corrected)"),
         _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets start and end levels"),
         _p("min_steps", 20, 5, 1e6, "shortest run judged, in steps")),
         lambda p: (f"the fraction climbs by >= {p['min_climb']:g} to >= {p['min_end_frac']:g} while the reward "
-                   f"rises >= {p['min_rise_sd']:g} noise sds")),
+                   f"rises (trend z >= {p['min_rise_z']:g})")),
     DetectorSpec("growth_while_steady", growth_while_steady, (
         _p("min_growth_ratio", 2.0, 1.1, 100, "end level / start level that counts as growth"),
         _p("max_steady_rise", 0.1, 0, 10, "the other curve (the loss) may rise at most this fraction of its level"),
@@ -114,7 +120,9 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_entropy_drop_frac", 0.4, 0.05, 1, "relative entropy drop within the window"),
         _p("min_kl", 1e-4, 0, 1, "KL below this is treated as this (KL starts at 0)"),
         _p("warmup_frac", 0.25, 0, 0.9, "KL-alone warnings ignore this leading fraction of the run"),
-        _p("min_kl_accel", 2.0, 1, 100, "KL-alone: window slope / previous window slope"),
+        _p("min_kl_accel", 2.0, 1, 100, "steepening: a window's KL rise over the window before's; a window "
+                                        "without one before it never qualifies"),
+        _p("min_entropy_accel", 1.5, 1, 100, "... and its entropy fall over the window before's"),
         _p("explained_zero_std_frac", 0.5, 0, 1, "zero-variance group fraction, before the drop, that explains it")),
         lambda p: (f"within {p['window_steps']:g} steps KL grows >= {p['min_kl_ratio']:g}x and entropy falls "
                    f">= {p['min_entropy_drop_frac']:.0%}; one alone warns")),
@@ -137,29 +145,28 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("window_steps", 100, 10, 1e6, "steps before each point that set its recent level (at least 10 points)"),
         _p("min_ratio", 10.0, 1.5, 100, "jump as a multiple of a positive recent level"),
         _p("min_jump_sd", 10.0, 2, 100, "jump in robust sds of the recent points"),
-        _p("isolated_max_count", 1, 0, 100, "at most this many absorbed spike episodes per window only warn"),
+        _p("isolated_max_count", 1, 0, 100, "more absorbed spike episodes than this per window are 'repeated'"),
         _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
         _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back (at least 2 "
                                        "points)"),
         _p("recover_sd", 5.0, 0, 100, "came back: their median, or 3 in a row, within this many robust sds "
                                       "of the level")),
         lambda p: (f"a point is >= {p['min_ratio']:g}x the median of the {p['window_steps']:g} steps "
-                   f"before it and >= {p['min_jump_sd']:g} robust sds above it; at most "
-                   f"{p['isolated_max_count']:g} spike(s) per {p['isolated_window_steps']:g} steps that the run "
-                   f"absorbs within {p['recover_steps']:g} steps only warn")),
+                   f"before it and >= {p['min_jump_sd']:g} robust sds above it; spikes the run absorbs within "
+                   f"{p['recover_steps']:g} steps only warn (more than {p['isolated_max_count']:g} per "
+                   f"{p['isolated_window_steps']:g} steps are said to repeat)")),
     DetectorSpec("spike_vs_ema", spike_vs_ema, (
         _p("ratio_vs_ema", 5.0, 1.5, 100, "value / EMA of the previous points"),
         _p("min_jump_sd", 5.0, 1, 100, "value above the EMA, in robust noise sds of the curve"),
         _p("ema_span_steps", 20, 1, 1e6, "EMA span, in steps"),
-        _p("isolated_max_count", 1, 0, 100, "at most this many absorbed spike episodes per window only warn"),
+        _p("isolated_max_count", 1, 0, 100, "more absorbed spike episodes than this per window are 'repeated'"),
         _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
         _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back"),
         _p("recover_ratio", 2.0, 1, 100, "came back: their median, or 3 in a row, under this x the EMA"),
         _p("min_level_of_median", 0.2, 0, 1, "the EMA is floored at this x the run's median")),
         lambda p: (f"a point is > {p['ratio_vs_ema']:g}x the EMA (span {p['ema_span_steps']:g} steps) of the "
-                   f"points before it and {p['min_jump_sd']:g} noise sds above it; at most "
-                   f"{p['isolated_max_count']:g} spike(s) that the run absorbs within {p['recover_steps']:g} "
-                   f"steps only warn")),
+                   f"points before it and {p['min_jump_sd']:g} noise sds above it; spikes the run absorbs "
+                   f"within {p['recover_steps']:g} steps only warn")),
     DetectorSpec("first_nonfinite", first_nonfinite, (),
                  lambda p: "the first step at which any of the signals is NaN or Inf, which came first, and "
                            "whether the run came back from it",
@@ -198,11 +205,17 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                  lambda p: "the console's tail shows out of memory, a collective timeout or lost worker, a kill "
                            "signal or another exception, or W&B recorded a non-zero exit code",
                  sees_nonfinite=True),
+    DetectorSpec("ended_unfinished", ended_unfinished, (),
+                 lambda p: "the last logged step falls short of the planned length (progress-bar total, max_steps, "
+                           "train_iters) by more than the logging interval, with no final summary and no cause",
+                 sees_nonfinite=True),
     DetectorSpec("level_above", level_above, (
         _p("warn_above", 0.05, 0, 1e9, "level that warns"),
         _p("fail_above", 0.1, 0, 1e9, "level that fails"),
         _p("min_stretch_steps", 5, 1, 1e6, "shortest stretch above the level, in steps (at least 2 points)"),
-        _p("catastrophic_above", math.inf, 0, math.inf, "one value above this fails alone")),
+        _p("catastrophic_above", math.inf, 0, math.inf, "one value above this fails alone"),
+        _p("min_coef", 0, 0, 1, "read beside a loss that is the signal x a coefficient: a coefficient under "
+                                "this leaves the level unjudged (0: never)")),
         lambda p: (f"the running median of |value| stays above {p['warn_above']:g} (warn) or "
                    f"{p['fail_above']:g} (fail) for >= {p['min_stretch_steps']:g} steps, or one value "
                    f"exceeds {p['catastrophic_above']:g}")),
@@ -216,3 +229,11 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                    f"{p['min_stretch_steps']:g} steps, or one value is off by more than "
                    f"{math.exp(min(p['catastrophic_above'], 700)):.3g}x")),
 )}
+
+
+# detectors whose findings are trends (a curve that moves over many steps): their onset, with an interval,
+# comes from one change-point model (evidence.hinge_onset); the others report events at their own step
+_TRENDS = frozenset({"trend_divergence", "component_divergence", "growth_while_flat", "fraction_climb_while_rising",
+                     "growth_while_steady", "kl_entropy_joint", "floor_breach", "collapse_below",
+                     "sustained_rise_over_early", "high_fraction_sustained"})
+DETECTORS = {name: replace(spec, trend=True) if name in _TRENDS else spec for name, spec in DETECTORS.items()}

@@ -59,6 +59,14 @@ class NotJudged:
 
 
 @dataclass(frozen=True, slots=True)
+class Quiet:
+    """A detector judged the run clean but has something to say about why: a pattern that looks like its
+    finding and is read as healthy (entropy falling while an independent eval improves: sharpening)."""
+
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """What a detector saw: the step range, the numbers behind the message, and two qualifiers.
 
@@ -90,6 +98,7 @@ class DetectorSpec:
     params: tuple[Param, ...]
     describe: Callable[[dict], str]
     sees_nonfinite: bool = False      # gets the whole series, not the part before the first NaN
+    trend: bool = False               # its finding is a trend: the onset comes from the change-point model
 
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params}

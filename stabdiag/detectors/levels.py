@@ -12,12 +12,42 @@ from .. import _stats as st
 from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 
-def level_above(values: Curve, *, warn_above, fail_above, min_stretch_steps,
-                catastrophic_above) -> Evidence | NotJudged | None:
+def level_above(values: Curve, loss: Curve | None = None, *, warn_above, fail_above, min_stretch_steps,
+                catastrophic_above, min_coef: float = 0.0) -> Evidence | NotJudged | None:
     """The curve's running median stays above a threshold for a stretch: above `fail_above` fails,
-    between `warn_above` and `fail_above` warns.  One point above `catastrophic_above` fails alone."""
+    between `warn_above` and `fail_above` warns.  One point above `catastrophic_above` fails alone.
+
+    For a KL read beside the run's total loss (`loss`): where the loss is the KL times a coefficient (a
+    GRPO loss is beta x KL plus a policy-gradient term that averages ~0, TRL GRPOTrainer), the coefficient
+    is the loss / KL ratio; under `min_coef` the run lets KL grow by design (Unsloth's notebooks: 0.001),
+    so its level is a setting, not a symptom: not judged, with the coefficient said."""
     v = values.finite()
+    coef = implied_coefficient(v, loss) if min_coef > 0 else None
+    if coef is not None and coef < min_coef:
+        return NotJudged(f"{loss.key} tracks {v.key} x {coef:.2g}: a KL coefficient under {min_coef:g} lets KL "
+                         "grow by design, so its level is not judged")
     return _level(v, np.abs(v.values), warn_above, fail_above, min_stretch_steps, catastrophic_above)
+
+
+def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
+    """loss / KL where the logged loss moves with the KL (Spearman correlation >= 0.9 over their shared
+    steps, at least 10): the coefficient the loss applies to it; None where the loss does not track it
+    (verl logs the policy-gradient loss apart from its kl_loss)."""
+    if loss is None:
+        return None
+    lo = loss.finite()
+    shared, ki, li = np.intersect1d(kl.steps, lo.steps, return_indices=True)
+    if len(shared) < 10:
+        return None
+    k, l_ = kl.values[ki], lo.values[li]
+    ok = k > 0
+    if ok.sum() < 10:
+        return None
+    k, l_ = k[ok], l_[ok]
+    rank_k, rank_l = np.argsort(np.argsort(k)), np.argsort(np.argsort(l_))
+    if float(np.corrcoef(rank_k, rank_l)[0, 1]) < 0.9:
+        return None
+    return float(np.median(l_ / k))
 
 
 def log_ratio_off(values: Curve, *, warn_above, fail_above, min_stretch_steps,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _stats as st
-from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged, _smooth_window
+from . import evidence as ev
+from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged, Quiet, _smooth_window
 
 MAX_SMOOTH_POINTS = 101
 
@@ -60,11 +61,39 @@ def _fall_step(e: Curve, start: float, end: float) -> float:
     return float(steps[int(np.argmax(below))]) if below.any() else start
 
 
-def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None, *, window_steps,
-                     min_kl_ratio, min_entropy_drop_frac, min_kl, warmup_frac, min_kl_accel,
-                     explained_zero_std_frac) -> Evidence | NotJudged | None:
-    """Within one window KL at least doubles *and* entropy falls steeply (fail); one alone is a
-    warning, and KL alone only when it accelerates after warm-up (KL grows from 0 in every run)."""
+def sharpening(evals: list[Curve] | None, entropy: Curve, start: float, end: float) -> Quiet | None:
+    """Entropy that falls while an independent eval improves surely (detectors/evidence.py) is the policy
+    settling on answers that are right: sharpening, said in a note, not a finding (seed 000: "entropy
+    falling can be the model finding a better answer")."""
+    found = ev.eval_improvement(evals, start, end)
+    if found is None:
+        return None
+    e = entropy.finite()
+    inside = (e.steps >= start) & (e.steps <= end)
+    fall = f"{float(np.median(e.values[inside][:3])):.3g} -> {float(np.median(e.values[inside][-3:])):.3g}" \
+        if inside.sum() >= 3 else "falling"
+    return Quiet(f"entropy {fall} over steps {int(start)}-{int(end)} while {found.text()}: read as sharpening "
+                 "(the policy settling on right answers), not a collapse")
+
+
+def _fall_start(e: Curve, end: float, early: float) -> float:
+    """Where the entropy's fall toward `end` began: the last step before `end` at which its running median
+    was still at 95% of the early level (the first step when it never was)."""
+    before = e.steps <= end
+    smooth = st.rolling_median(e.values[before], 5)
+    high = np.flatnonzero(smooth >= 0.95 * early)
+    return float(e.steps[high[-1]]) if len(high) else float(e.steps[0])
+
+
+def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None, evals: list[Curve] | None = None,
+                     *, window_steps, min_kl_ratio, min_entropy_drop_frac, min_kl, warmup_frac, min_kl_accel,
+                     min_entropy_accel, explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
+    """Within one window KL at least doubles *and* entropy falls steeply, both faster than over the window
+    before it (fail); one alone is a warning.  Seed 000: "moving too fast" is KL steepening and entropy
+    falling faster, read on slopes: against the run's own earlier rate, so curves that converge (fast
+    early, flattening) never qualify, and a window at the very start of the run has no earlier rate to
+    beat (KL grows from 0 and entropy falls in every run's first steps; a collapse there is
+    L2.entropy-collapse's).  Entropy falling while an eval improves surely is sharpening (a note)."""
     k, e = kl.finite(), entropy.finite()
     if len(k.steps) < 10 or len(e.steps) < 10:
         return NotJudged(f"KL has {len(k.steps)} and entropy {len(e.steps)} points; 10 of each are needed")
@@ -84,14 +113,21 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
     ent_drop = np.where(e0 > 0, 1.0 - e1 / np.where(e0 > 0, e0, 1.0), 0.0)
     kl_up = (kl_ratio >= min_kl_ratio) & (k1 > min_kl)
     ent_down = ent_drop >= min_entropy_drop_frac
-    # KL alone: only after warm-up and only when its slope accelerates against the previous window
+    # steepening: a window's change against the change over the window before it, so a curve that
+    # converges (fast early, flattening) never qualifies, and a window at the run's start has no earlier
+    # rate to beat (KL grows from 0 and entropy falls in every run's first steps)
     prev = np.full(len(k0), np.nan)
-    prev[shift:] = kg[shift:-shift] - kg[:-2 * shift] if len(kg) > 2 * shift else np.nan
+    prev_fall = np.full(len(e0), np.nan)
+    if len(kg) > 2 * shift:
+        prev[shift:] = kg[shift:-shift] - kg[:-2 * shift]
+        prev_fall[shift:] = eg[:-2 * shift] - eg[shift:-shift]
     accel = np.isfinite(prev) & ((k1 - kg[:-shift]) >= min_kl_accel * np.maximum(np.nan_to_num(prev), 0.0))
+    ent_accel = np.isfinite(prev_fall) & ((e0 - e1) >= min_entropy_accel
+                                          * np.maximum(np.nan_to_num(prev_fall), 0.0))
     after_warmup = grid[:-shift] >= lo + warmup_frac * span
-    both = kl_up & ent_down
+    both = kl_up & ent_down & accel & ent_accel
     kl_only = kl_up & accel & after_warmup & ~both
-    ent_only = ent_down & ~both
+    ent_only = ent_down & ent_accel & ~both
     for mask, severity, what in ((both, None, "both"), (kl_only, "warn", "kl"),
                                  (ent_only, "warn", "entropy")):
         if mask.any():
@@ -100,8 +136,11 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
             i = int(np.argmax(np.where(mask, steepness, -np.inf)))
             start, end = float(grid[i]), float(grid[i + shift])
             explained = what != "kl" and _explained(difficulty, _fall_step(e, start, end), explained_zero_std_frac)
+            if what != "kl" and not explained and (quiet := sharpening(evals, e, start, end)) is not None:
+                return quiet
             return Evidence(int(round(start)), int(round(end)), {
-                "moved": what, "kl_start": float(kg[i]), "kl_end": float(kg[i + shift]),
+                "moved": what, "signal": "kl" if what == "kl" else "entropy", "kl_start": float(kg[i]),
+                "kl_end": float(kg[i + shift]),
                 "kl_ratio": float(kl_ratio[i]), "entropy_start": float(eg[i]),
                 "entropy_end": float(eg[i + shift]), "entropy_drop": float(ent_drop[i]),
                 "window": int(round(window))},
@@ -109,10 +148,12 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
     return None
 
 
-def floor_breach(values: Curve, difficulty: Curve | None = None, *, floor_frac, early_frac,
-                 min_breach_steps, min_breach_frac_of_run, explained_zero_std_frac) -> Evidence | NotJudged | None:
+def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Curve] | None = None, *,
+                 floor_frac, early_frac, min_breach_steps, min_breach_frac_of_run,
+                 explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
     """The curve stays below `floor_frac` x its early-run level for a sustained stretch.  The early
-    level is the higher of the first points and the median of the first `early_frac` of the run."""
+    level is the higher of the first points and the median of the first `early_frac` of the run.  A fall
+    during which an independent eval improved surely is sharpening (a note, not a finding)."""
     v = values.finite()
     if len(v.steps) < 10 or v.span < min_breach_steps:
         return NotJudged(f"{v.signal} covers {v.span} steps in {len(v.steps)} points; a breach of "
@@ -126,17 +167,22 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, *, floor_frac, 
     for a, b in st.true_runs(smooth < floor):
         if v.steps[b] - v.steps[a] >= need:
             explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac)
+            if not explained and (quiet := sharpening(evals, v, _fall_start(v, float(v.steps[b]), early),
+                                                      float(v.steps[b]))) is not None:
+                return quiet
             return Evidence(int(v.steps[a]), int(v.steps[b]), {
-                "signal": v.signal, "key": v.key, "early": early, "floor": floor,
+                "signal": v.signal, "key": v.key, "early": early, "floor": floor, "floor_frac": floor_frac,
                 "lowest": float(np.min(smooth[a:b + 1])), "last": float(smooth[b])},
                 explained_by="zero_std_frac" if explained else None)
     return None
 
 
-def collapse_below(values: Curve, *, collapse_frac, min_collapse_steps, min_collapse_frac_of_run,
-                   first_points) -> Evidence | NotJudged | None:
+def collapse_below(values: Curve, evals: list[Curve] | None = None, *, collapse_frac, min_collapse_steps,
+                   min_collapse_frac_of_run, first_points) -> Evidence | NotJudged | Quiet | None:
     """The curve falls to `collapse_frac` x the level of its first logged points and stays there:
-    entropy near 0 means the policy samples one answer, whatever the step (including step 1)."""
+    entropy near 0 means the policy samples one answer, whatever the step (including step 1).  Seed 002's
+    collapse is entropy falling while the reward and evals stall or regress; a fall during which an
+    independent eval improved surely is sharpening (a note, not a finding)."""
     v = values.finite()
     if len(v.steps) < 5:
         return NotJudged(f"{v.signal} has {len(v.steps)} points; 5 are needed")
@@ -150,6 +196,9 @@ def collapse_below(values: Curve, *, collapse_frac, min_collapse_steps, min_coll
         if v.steps[b] - v.steps[a] >= need or (b == len(v.steps) - 1 and b - a + 1 >= 3
                                                 and v.steps[b] - v.steps[a] >= min(need, 0.5 * v.span)):
             level = float(np.median(v.values[a:b + 1]))
+            quiet = sharpening(evals, v, _fall_start(v, float(v.steps[b]), start), float(v.steps[b]))
+            if quiet is not None:
+                return quiet
             return Evidence(int(v.steps[a]), int(v.steps[b]), {
                 "signal": v.signal, "key": v.key, "initial": start, "level": level, "frac": level / start,
                 "first_step": int(v.steps[0])})

@@ -8,56 +8,83 @@ answer), and an eval's movement against its own level and noise (an eval in perc
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 
 from .. import _stats as st
-from ._base import Curve, Evidence, NotJudged, _change_se, _eval_summary, _level_change, _ols_slope, _smooth_window
+from . import evidence as ev
+from ._base import (
+    Curve,
+    Evidence,
+    NotJudged,
+    Quiet,
+    _change_se,
+    _eval_summary,
+    _level_change,
+    _ols_slope,
+    _smooth_window,
+)
 
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
                           re.IGNORECASE)
 
 
-def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd, max_flat_gain_rel,
-                     max_flat_upper_rel, flat_se, edge_frac, min_flat_points, min_covered_frac,
-                     shared_units: bool = False) -> Evidence | NotJudged | None:
+def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z, min_rise_share,
+                     max_flat_gain_rel, max_flat_upper_rel, flat_se, edge_frac, min_flat_points,
+                     min_covered_frac, shared_units: bool = False) -> Evidence | NotJudged | None:
     """`rising` climbs clearly to its peak while the `flat` curves do not follow it.
 
-    The rise is measured in the rising curve's own noise sds, up to the level the curve holds at its top
-    (the median of its points from where the smoothed curve first comes within 20% of the peak to where it
-    last is), so that it does not drift with the number of points logged.  Each flat curve (an eval) is
-    regressed on the rising curve's level at the eval's own steps, that level scaled 0 (start) to 1 (top): the slope
-    is the eval's change over the whole rise, read against the eval's own level.  It tracks the rise if
-    that change is above `max_flat_gain_rel` of its level and `flat_se` standard errors clear of 0 (then
-    nothing fires); it is flat if it is below and, `flat_se` standard errors higher, still under
-    `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is an eval whose points see under
-    `min_covered_frac` of the rise.  Evals are read over the rise and the plateau after it (the curve
-    within 20% of the rise of its peak).  Fires when an eval is flat; not judged when the rise happened
-    but no eval could be read."""
+    Two numbers decide, as every trend here (detectors/evidence.py): how sure and how large.  The rise
+    runs from the start level (first `edge_frac` of the span) to the level the curve holds at its top
+    (the median of its points from where the smoothed curve first comes within 20% of its peak to where
+    it last is).  It is sure when the least-squares trend over that window is `min_rise_z` standard errors
+    clear of 0, the error corrected for autocorrelation and never under the binomial floor of a mean of
+    few 0/1 rewards, so evidence grows with the number of points (a per-point sd never shrinks).  It is
+    large when it is `min_rise_share` of the curve's own range: a reward that jumped early with its evals
+    (learning) and then crept up a little more is a small share of its range, a loophole is most of it.
+
+    Each flat curve (an eval) is regressed on the rising curve's level at the eval's own steps, that level
+    scaled 0 (start) to 1 (top): the slope is the eval's change over the whole rise, read against its own
+    scale (its level, or its headroom to 1 where it lies on 0..1 and that is smaller).  It tracks the rise
+    if that change is `flat_se` (autocorrelation-corrected) standard errors above 0 and over
+    `max_flat_gain_rel` of its scale (sure and large, as every finding here), or if it rose that surely
+    and that much from the rise's start to its later level (a jump, then a hold); it is flat if it is
+    under `max_flat_gain_rel` of its scale and, `flat_se` standard errors higher, still under
+    `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is
+    an eval whose points see under `min_covered_frac` of the rise.  Fires when a large, sure rise meets
+    a flat eval; not judged when the rise is large but not sure (too noisy to tell) or no eval could be read."""
     r = rising.finite()
     if len(r.steps) < 10 or r.span < min_steps:
         return NotJudged(f"{r.signal} covers {r.span} steps in {len(r.steps)} points; a rise is judged over "
                          f">= {min_steps:g} steps and 10 points")
     smooth = st.rolling_median(r.values, _smooth_window(len(r.values)))
     start_level = st.edge_level_by_steps(r.steps, r.values, edge_frac)
+    # how sure: the rise read on the whole judged run's two-phase fit (evidence.hinge_change), not on a
+    # window chosen where the curve is highest (that finds "significant" rises in a wandering null)
+    trend = ev.hinge_change(r.steps, r.values, noise_floor=ev.binomial_floor(r.values))
+    # how large: a share of the range the fitted curve covers (a range read on the points themselves
+    # grows with their noise, and would call a large rise drowned in noise small, i.e. clean)
+    fitted_range = trend.fitted_range if math.isfinite(trend.fitted_range) else ev.smoothed_range(r.values)
+    fit_share = ev.share(trend.estimate, max(fitted_range, trend.estimate))
     peak = int(np.argmax(smooth))
-    if smooth[peak] <= start_level:
-        return None
     top = start_level + 0.8 * float(smooth[peak] - start_level)
     high = np.flatnonzero(smooth[peak:] >= top)
     last = peak + int(high[-1]) if len(high) else peak
     # the level the curve holds at its top, not the smoothed maximum: a maximum of a running median is
     # biased up by noise, and by how much depends on how many points were logged
     rise = float(np.median(r.values[int(np.argmax(smooth >= top)):last + 1])) - start_level
-    if rise <= 0:
+    if smooth[peak] <= start_level or rise <= 0 or r.steps[peak] - r.steps[0] < min_steps:
+        # no rise by the points (the curve is highest within its first steps); where the fit sees a large
+        # one the data cannot confirm, that is not a clean bill either
+        if trend.estimate > 0 and fit_share >= min_rise_share and trend.z < min_rise_z:
+            return NotJudged(f"too noisy to tell: {r.signal}'s fit rises {trend.text()}, its points peak "
+                             f"at step {int(r.steps[peak])}")
         return None
-    # the noise of the rise and its plateau (a reward stuck at 0 after a collapse has no noise at all), over
-    # at least 50 points where the run has them: the MAD of 15 differences can miss the noise 3-fold
-    head = slice(0, max(last + 1, 50))
-    noise = max(st.noise_sd_by_steps(r.steps[head], r.values[head]), 1e-12 * max(abs(start_level), 1.0))
-    if rise < min_rise_sd * noise or r.steps[peak] - r.steps[0] < min_steps:
-        return None
+    rise_share = ev.share(rise, max(fitted_range, rise))
+    if max(rise_share, fit_share) < min_rise_share:
+        return None             # small by the points and by the fit: judged, and clean
     window = (float(r.steps[0]), float(r.steps[last]))
     changes: dict[str, float] = {}
     unread: list[str] = []
@@ -71,21 +98,30 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_sd
             unread.append(verdict)
         else:
             changes[curve.signal] = verdict
+    # the rise's interval: the trend's uncertainty around the level change
+    low, high_ = rise - (trend.estimate - trend.low), rise + (trend.high - trend.estimate)
+    said = (f"{r.signal} {start_level:.3g} -> {start_level + rise:.3g} (+{rise:.3g}, 95% interval "
+            f"{low:.3g}..{high_:.3g})")
     if not changes:
-        return NotJudged(f"{r.signal} rose {rise / noise:.0f} noise sds by step {int(r.steps[peak])}, but no "
-                         "independent check could be read against it: " + "; ".join(unread))
+        return NotJudged(f"{said} by step {int(r.steps[peak])}, but no independent check could be read "
+                         "against it: " + "; ".join(unread))
+    if trend.z < min_rise_z or rise_share < min_rise_share:
+        # large by one reading, but not sure (or the points and the fit disagree): never a pass
+        return NotJudged(f"too noisy to tell: {said}, trend z {trend.z:.1f} after autocorrelation (needs "
+                         f"{min_rise_z:g}, n_eff {trend.n_eff:.0f}) while evals moved {_eval_summary(changes)}")
     onset = int(r.steps[np.argmax(smooth >= start_level + 0.25 * rise)])
     return Evidence(onset, int(r.steps[peak]), {
         "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": start_level + rise,
-        "rise": rise, "rise_sd": rise / noise, "eval_changes": changes, "evals": _eval_summary(changes)})
+        "rise": rise, "rise_low": low, "rise_high": high_, "rise_z": trend.z, "n_eff": trend.n_eff,
+        "rise_share": rise_share, "eval_changes": changes, "evals": _eval_summary(changes)})
 
 
 def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: float, rise: float,
                        window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
                        upper_rel: float, se_count: float, shared_units: bool) -> str | float:
     """"tracks", the eval's change over the rise (flat), or why it cannot be read (a str).  The change
-    is read against the eval's own level, or, for curves in the rising curve's units (components of
-    one summed reward), against the rise itself."""
+    is read against the eval's own scale (its level, or its headroom to 1 on a 0..1 eval if smaller), or,
+    for curves in the rising curve's units (components of one summed reward), against the rise itself."""
     c = curve.finite()
     keep = (c.steps >= window[0]) & (c.steps <= window[1])
     if keep.sum() < min_points:
@@ -93,13 +129,27 @@ def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: 
     progress = (np.interp(c.steps[keep], r.steps, smooth) - start_level) / rise
     if float(progress.max() - progress.min()) < min_covered:
         return f"{c.signal} sees {float(progress.max() - progress.min()):.0%} of the rise (needs {min_covered:.0%})"
-    gain, gain_se = _ols_slope(progress, c.values[keep])
-    scale = rise if shared_units else max(float(np.median(np.abs(c.values[keep]))), 1e-12)
+    values = c.values[keep]
+    order = np.argsort(c.steps[keep], kind="stable")
+    gain, gain_se = _ols_slope(progress, values)
+    # the residuals in time order carry the eval's own autocorrelation (a drifting eval set)
+    rho = ev.lag1_autocorrelation((values - values.mean() - gain * (progress - progress.mean()))[order])
+    n = len(values)
+    n_eff = ev.effective_n(n, rho)
+    gain_se = gain_se * math.sqrt((n - 2) / (n_eff - 2)) if n_eff > 2 else math.inf
+    level = max(float(np.median(np.abs(values))), 1e-12)
+    room = ev.headroom(level, c.values)
+    scale = rise if shared_units else (min(level, room) if room is not None and room > 0 else level)
     rel, rel_se = gain / scale, gain_se / scale
-    if rel > gain_rel and rel - se_count * rel_se > 0:
+    if rel - se_count * rel_se > 0 and rel > gain_rel:
+        return "tracks"
+    # an eval that rose surely from where the rise began to its later level (a jump, then a hold, which a
+    # line through the progress reads poorly) tracks too
+    jumped = ev.level_gain(values[order])
+    if jumped.z >= se_count and jumped.estimate / (rise if shared_units else scale) > gain_rel:
         return "tracks"
     if rel > gain_rel or rel + se_count * rel_se > upper_rel:
-        return f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its level)"
+        return f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
     return gain
 
 
@@ -207,11 +257,16 @@ def is_correctness(signal: str) -> bool:
         r"format|length|len\b|xml|tag|style|count", signal, re.IGNORECASE)
 
 
-def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac, fail_end_frac, min_climb,
-                                min_rise_sd, edge_frac, min_steps) -> Evidence | NotJudged | None:
+def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curve] | None = None, *,
+                                min_end_frac, fail_end_frac, min_climb, min_rise_z, edge_frac,
+                                min_steps) -> Evidence | NotJudged | Quiet | None:
     """A fraction (responses cut off at the length cap) climbs toward 1 while the reward rises: the
     reward pays for length even though the cap keeps length from doubling.  Below `fail_end_frac` it
-    warns (the answers may need more room); at or above it nearly every answer is cut off: it fails."""
+    warns (the answers may need more room); at or above it nearly every answer is cut off: it fails.
+    The reward's rise counts when its trend over the climb is `min_rise_z` autocorrelation-corrected
+    standard errors clear of 0 (detectors/evidence.py): sure evidence, whatever the batch size.  An
+    independent eval that improved surely over the climb says the longer answers are buying accuracy
+    (seed 000: a loophole is reward up while the eval does not move): a note, not a finding."""
     f, r = fraction.finite(), rising.finite()
     if len(f.steps) < 10 or f.span < min_steps or len(r.steps) < 10:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a climb is judged over "
@@ -220,20 +275,31 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, *, min_end_frac,
     end = st.edge_level_by_steps(f.steps, f.values, edge_frac, end=True)
     if end < min_end_frac or end - start < min_climb:
         return None
-    lo, hi = float(f.steps[0]), float(f.steps[-1])
+    # the reward is read while the fraction climbs (from a tenth to nine tenths of its way), not over the
+    # whole run: a length cap filled in the first steps while the reward rose later is not length paying
+    smooth = st.rolling_median(f.values, _smooth_window(len(f.values)))
+    lo = float(f.steps[int(np.argmax(smooth >= start + 0.1 * (end - start)))])
+    hi = float(f.steps[int(np.argmax(smooth >= start + 0.9 * (end - start)))])
+    if hi <= lo:
+        hi = float(f.steps[-1])
     inside = (r.steps >= lo) & (r.steps <= hi)
     if inside.sum() < 10:
-        return NotJudged(f"{r.signal} has too few points beside {f.signal}")
+        return NotJudged(f"{f.signal} climbed {start:.0%} -> {end:.0%} within steps {int(lo)}-{int(hi)}, where "
+                         f"{r.signal} has {int(inside.sum())} points: too few (10) to tell whether it paid for it")
     rv = r.values[inside]
     r_start = _start_level(r.steps[inside], rv, edge_frac)
     r_end = st.edge_level_by_steps(r.steps[inside], rv, edge_frac, end=True)
-    noise = max(st.noise_sd_by_steps(r.steps[inside], rv), 1e-12 * max(abs(r_start), 1.0))
-    if (r_end - r_start) < min_rise_sd * noise:
+    trend = ev.linear_change(r.steps[inside], rv, noise_floor=ev.binomial_floor(rv))
+    if r_end <= r_start or trend.z < min_rise_z:
         return None
     onset = _onset(f, start, end)
+    improved = ev.eval_improvement(evals, float(f.steps[0]), float(f.steps[-1]))
+    if improved is not None:
+        return Quiet(f"truncated responses {start:.0%} -> {end:.0%} while the reward rose, but {improved.text()}: "
+                     "the longer answers are buying accuracy; raise the length cap rather than penalise length")
     return Evidence(onset, int(f.steps[-1]), {
         "signal": f.signal, "key": f.key, "frac_start": start, "frac_end": end, "reward_key": r.key,
-        "reward_start": r_start, "reward_end": r_end, "reward_rise_sd": (r_end - r_start) / noise},
+        "reward_start": r_start, "reward_end": r_end, "reward_rise_z": trend.z, "reward_trend": trend.text()},
         severity=None if end >= fail_end_frac else "warn")
 
 

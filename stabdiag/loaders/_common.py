@@ -33,8 +33,10 @@ def is_not_log(path: str) -> bool:
     return extension(path) in NOT_LOGS or NOT_LOG_NAMES.match(os.path.basename(path)) is not None
 
 
-def head(path: str, size: int = SNIFF_BYTES) -> str | None:
-    """The first `size` bytes of a file as text, or None for a directory, a binary or unreadable file."""
+def head(path: str, size: int = SNIFF_BYTES, *, stray_nuls: bool = False) -> str | None:
+    """The first `size` bytes of a file as text, or None for a directory, a binary or unreadable file.
+    With `stray_nuls` a few NUL bytes (one, and one more per 4 KB) do not make the file binary: NCCL prints
+    one after "ProcessGroupNCCL created ncclComm_ ... on CUDA device: " into many a console log."""
     try:
         if not os.path.isfile(path):
             return None
@@ -42,7 +44,8 @@ def head(path: str, size: int = SNIFF_BYTES) -> str | None:
             raw = fh.read(size)
     except OSError:
         return None
-    if b"\x00" in raw:
+    nuls = raw.count(b"\x00")
+    if nuls and not (stray_nuls and nuls <= 1 + len(raw) // 4096):
         return None
     return raw.decode("utf-8", errors="replace")
 

@@ -77,4 +77,6 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
                                      file=file, title=f"stabdiag layer {r.layer} not judged"))
         for note in diag.notes:         # a note is a note here too, not a `warning:` on stderr
             lines.append(command("notice", f"{diag.run}: {note}", file=file, title="stabdiag note"))
+    for path, why in options.get("not_read") or ():      # named, never skipped silently
+        lines.append(command("warning", f"{path}: not read: {why}", title="stabdiag not read"))
     return "\n".join(lines) + ("\n" if lines else "")

@@ -106,7 +106,7 @@ def _layer_table(diag: Diagnosis, width: int = 100, sparklines: bool = True) -> 
     for result in diag.layers:
         status = result.status.value
         marker = " (root)" if result.layer == diag.root_layer else ""
-        downstream = diag.root_layer is not None and result.layer > diag.root_layer and result.findings
+        downstream = bool(result.findings) and all(f.downstream for f in result.findings)
         evidence = Text(("(downstream) " if downstream else "") + _layer_evidence(diag, result.layer))
         lines = _sparklines(diag, result.layer, width) if sparklines else []
         if lines:
@@ -308,6 +308,15 @@ def _finish(text: str, color: bool) -> str:
 VIEWS = ("auto", "full", "quiet")
 
 
+def _not_read(console: Console, not_read) -> None:
+    """An empty run dir or a path that is gone is named, never skipped."""
+    if not_read:
+        console.print()
+        console.print(Text(f"Not read ({len(not_read)}):", style="bold"))
+        for path, why in not_read:
+            console.print(Text(f"  {path}: {why}"))
+
+
 def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool = False,
            sparklines: bool = True, drawn: list[str | None] | None = None, view: str = "auto",
            fail_on: str = "fail", **options) -> str:
@@ -322,12 +331,14 @@ def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool 
         console.print(Text(settings, style="bold"))
     if len(diagnoses) == 1 and view != "quiet":
         _print_run(console, diagnoses[0], sparklines)
+        _not_read(console, options.get("not_read") or ())
         return _finish(buffer.getvalue(), color)
     if len(diagnoses) > 1:
         console.print(Text(_summary(diagnoses), style="bold"))
     if diagnoses:
         _runs_table(console, diagnoses)
     if view == "quiet":
+        _not_read(console, options.get("not_read") or ())
         return _finish(buffer.getvalue(), color)
     for i, diag in enumerate(diagnoses):
         if view == "full":
@@ -343,4 +354,5 @@ def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool 
     if any(r.status is Status.UNKNOWN for d in diagnoses for r in d.layers):
         console.print()
         _shared_not_judged(console, diagnoses)
+    _not_read(console, options.get("not_read") or ())
     return _finish(buffer.getvalue(), color)

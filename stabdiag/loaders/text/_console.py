@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 # a tqdm bar: optional description, percentage, bar, n/total, and the bracketed timing block (which
 # a paste or a narrow terminal may have cut)
 _BAR = re.compile(r"(?:[^\s|{}]{0,60}?:\s*)?\d{1,3}%\|[^|]{0,200}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?"
@@ -52,7 +52,7 @@ def segments(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if "\x1b" in line:
-            line = _ANSI.sub("", line)
+            line = ANSI.sub("", line)
         if "^M" in line:
             line = line.replace("^M", "\r")
         for piece in line.split("\r"):

@@ -7,10 +7,17 @@ Columns keep the Trainer's names except the two it renames: `Training Loss` -> `
 `Validation Loss` -> `eval_loss`; `rewards / func` becomes `rewards/func`.  A notebook saved beside a
 copy of its own output table is read once (load_group drops an identical table and says so).
 Markdown cells are not read: they hold examples, not this run's output.
+
+A notebook is one run, read from the stored outputs of all its code cells: the progress table where
+there is one, else the printed text (stream outputs and results: the Trainer's `{'loss': ...}` dicts,
+a hand-written loop's `Step 12 | loss: ...` lines, any console format of this package), read as one
+console.  The Trainer's `TrainOutput(global_step=..., metrics={...})` result gives the run summary
+(`meta["summary"]`, `meta["global_step"]`).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -21,11 +28,13 @@ from ...errors import InputError
 from ...run import Run, merge_runs, run_name_for
 from .. import _common
 from .._common import Points
+from . import is_console, read_console
 
 _MAX_BYTES = 64 * 1024 * 1024
 _HTML_STEP = re.compile(r"<th[^>]*>\s*(?:Step|Epoch)\s*</th>\s*<th[^>]*>\s*Training Loss", re.IGNORECASE)
 _PIPE_HEADER = re.compile(r"^\s*\|\s*(?:Step|Epoch)\s*\|\s*Training Loss", re.IGNORECASE | re.MULTILINE)
 _RENAME = {"training loss": "loss", "validation loss": "eval_loss"}
+_TRAIN_OUTPUT = re.compile(r"TrainOutput\(global_step=(\d{1,18}), training_loss=[^,]*, metrics=(\{[^{}]*\})\)")
 _STEP_COLUMNS = ("step", "epoch")   # eval_strategy="epoch" tables count epochs: the epoch is the step
 FORMAT = "HF notebook progress table"
 
@@ -94,23 +103,34 @@ def _pipe_tables(text: str) -> list[list[list[str]]]:
     return tables
 
 
-def _ipynb_html(path: str, raw: str) -> list[str]:
+def _ipynb_outputs(path: str, raw: str) -> tuple[list[str], str]:
+    """The HTML outputs of a notebook's code cells, and their printed text (stream outputs and the
+    plain text of results) joined in cell order."""
     try:
         nb = json.loads(raw)
     except RecursionError:
         raise InputError(path, "not a valid notebook: nested too deeply to read") from None
     except ValueError as exc:
         raise InputError(path, f"not a valid notebook: {exc}") from None
-    out = []
+    html_parts, printed = [], []
     for cell in _dicts(nb.get("cells") if isinstance(nb, dict) else None):
         for output in _dicts(cell.get("outputs")) if cell.get("cell_type") == "code" else []:
             data = output.get("data")
-            html = data.get("text/html") if isinstance(data, dict) else None
-            if isinstance(html, list):
-                html = "".join(part for part in html if isinstance(part, str))
-            if isinstance(html, str) and html:
-                out.append(html)
-    return out
+            html = _joined(data.get("text/html")) if isinstance(data, dict) else ""
+            if html:
+                html_parts.append(html)
+            if output.get("output_type") == "stream":
+                printed.append(_joined(output.get("text")))
+            elif output.get("output_type") == "execute_result" and isinstance(data, dict):
+                printed.append(_joined(data.get("text/plain")))
+    return html_parts, "\n".join(part.rstrip("\n") for part in printed if part) + "\n"
+
+
+def _joined(value) -> str:
+    """A notebook text field: a string, or a list of strings as Jupyter stores them."""
+    if isinstance(value, list):
+        return "".join(part for part in value if isinstance(part, str))
+    return value if isinstance(value, str) else ""
 
 
 def _dicts(items) -> list[dict]:
@@ -129,7 +149,17 @@ def _read_raw(path: str) -> str | None:
 
 def can_load(path: str) -> bool:
     ext = _common.extension(path)
-    if ext in (".ipynb", ".html", ".htm"):
+    if ext == ".ipynb":
+        raw = _read_raw(path)
+        if raw is None:
+            return False
+        try:
+            html_parts, printed = _ipynb_outputs(path, raw)
+        except InputError:
+            return False
+        # the stored HTML is a list of lines: the table's header spans several of them
+        return any(_HTML_STEP.search(html) for html in html_parts) or is_console(printed)
+    if ext in (".html", ".htm"):
         raw = _read_raw(path)
         return raw is not None and _HTML_STEP.search(raw) is not None
     if ext in _common.NOT_LOGS:
@@ -138,24 +168,53 @@ def can_load(path: str) -> bool:
     return text is not None and _PIPE_HEADER.search(text) is not None
 
 
-def _tables_of(path: str, notes: list[str]) -> list[list[list[str]]]:
+def _contents(path: str, notes: list[str]) -> tuple[list[list[list[str]]], str]:
+    """The progress tables of a file, and for a notebook the printed text of its cells."""
     raw = _read_raw(path)
     if raw is None:
         raise InputError(path, "cannot read (missing, binary or over 64 MB)")
     ext = _common.extension(path)
     if ext == ".ipynb":
-        return [t for html in _ipynb_html(path, raw) for t in _html_tables(html)]
+        html_parts, printed = _ipynb_outputs(path, raw)
+        return [t for html in html_parts for t in _html_tables(html)], printed
     if ext in (".html", ".htm"):
-        return _html_tables(raw)
+        return _html_tables(raw), ""
     complete, cut = without_unfinished_line(raw)      # a pasted table still being written
     if cut is not None:
         notes.append(unfinished_line_note(path, cut))
-    return _pipe_tables(complete)
+    return _pipe_tables(complete), ""
 
 
 def load(path: str, **options) -> Run:
     cut: list[str] = []
-    tables = _tables_of(path, cut)
+    tables, printed = _contents(path, cut)
+    run = _table_run(path, tables, cut)
+    if run is None:
+        if not printed.strip() or not is_console(printed):
+            raise InputError(path, "no progress-table rows with a Step column found"
+                             + (" and no metric lines in the cells' printed output" if printed.strip() else ""))
+        console = read_console(path, printed)
+        run = Run(console.name, console.series, console.sources, {**console.meta, "notebook": "printed output"},
+                  (f"{os.path.basename(path)}: no progress table: read the printed output of its code cells",)
+                  + console.notes)
+    summary = _train_output(printed)
+    if summary is not None:
+        run.meta["global_step"], run.meta["summary"] = summary
+    return run
+
+
+def _table_run(path: str, tables: list[list[list[str]]], cut: list[str]) -> Run | None:
+    """The run of the progress tables, or None when they hold no row.  Tables with the same columns are
+    one training continued (merged, a later row replacing an earlier one); a table with other columns is
+    another trainer (Unsloth's GRPO notebooks fine-tune the format with SFTTrainer before GRPOTrainer):
+    then the last table is the run, and the note says what was left out."""
+    skipped = ""
+    kept = [t for t in tables if t and t[0] == tables[-1][0]] if tables else []
+    if len(kept) < len(tables):
+        others = len(tables) - len(kept)
+        skipped = (f"{os.path.basename(path)}: {others} earlier progress table(s) with other columns (another "
+                   "trainer, e.g. an SFT warm-up) not read; the last table's training is the run")
+        tables = kept
     points, rows, blank = Points(), 0, 0
     for table in tables:
         header = [_column(c) for c in table[0]]
@@ -171,14 +230,31 @@ def load(path: str, **options) -> Run:
                     continue
                 points.add(step, key, value)
     if not rows:
-        raise InputError(path, "no progress-table rows with a Step column found")
-    notes = [f"{os.path.basename(path)}: read {rows} row(s) of {len(tables)} progress table(s)"]
+        return None
+    notes = [f"{os.path.basename(path)}: read {rows} row(s) of {len(tables)} progress table(s)"] + \
+        ([skipped] if skipped else [])
     if any(t[0][0].strip().lower() == "epoch" for t in tables):
         notes.append(f"{os.path.basename(path)}: the table counts epochs, not steps: step = epoch")
     if blank:
         notes.append(f"{os.path.basename(path)}: {blank} cell(s) without a number ('No log') left out")
     notes += cut
     return points.to_run(path, framework=None, fmt=FORMAT, notes=notes)
+
+
+def _train_output(printed: str) -> tuple[int, dict[str, float]] | None:
+    """(global step, metrics) of the last `TrainOutput(...)` a cell returned, or None."""
+    found = _TRAIN_OUTPUT.findall(printed)
+    if not found:
+        return None
+    step, metrics = found[-1]
+    try:
+        values = ast.literal_eval(metrics)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(values, dict):
+        return None
+    return int(step), {str(k): float(v) for k, v in values.items()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _signature(run: Run) -> tuple:

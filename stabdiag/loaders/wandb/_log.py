@@ -362,19 +362,7 @@ def read_log(path: str, progress: bool = False, label: str = "") -> LogContents:
             if offset >= next_update:
                 bar.update(offset * 3 // 4)
                 next_update = offset + _PROGRESS_STEP
-            kind = record_kind(payload)
-            try:
-                if kind == _HISTORY:
-                    if history.add_lite(payload, offset):
-                        continue
-                elif kind == _SUMMARY:
-                    summary.add(payload)
-                    continue
-                elif kind is not None and kind not in _DECODED:
-                    continue                               # console output, system stats, ...
-                _add_record(out, pb.Record.FromString(payload))
-            except decode_error:
-                out.notes.append(f"skipped an undecodable record at byte offset {offset}")
+            add_payload(out, payload, offset, pb, decode_error)
         bar.update(len(data) * 3 // 4)
         # the last chunk of history runs beside the summary's fold: both are mostly numpy and Arrow,
         # which release the GIL, and they share nothing but the notes, which the fold leaves alone
@@ -387,6 +375,23 @@ def read_log(path: str, progress: bool = False, label: str = "") -> LogContents:
     if summary.skipped:
         out.notes.append(f"skipped {summary.skipped} summary record(s) that could not be decoded")
     return out
+
+
+def add_payload(out: LogContents, payload, offset: int, pb, decode_error) -> None:
+    """Take one record's payload into `out` (history rows in bulk, the rest through wandb's classes)."""
+    kind = record_kind(payload)
+    try:
+        if kind == _HISTORY:
+            if out.history.add_lite(payload, offset):
+                return
+        elif kind == _SUMMARY:
+            out.summary.add(payload)
+            return
+        elif kind is not None and kind not in _DECODED:
+            return                                         # console output, system stats, ...
+        _add_record(out, pb.Record.FromString(payload))
+    except decode_error:
+        out.notes.append(f"skipped an undecodable record at byte offset {offset}")
 
 
 class _Background:

@@ -81,12 +81,20 @@ def iter_records(data: bytes, notes: list[str]) -> Iterator[tuple[int, bytes | m
     Problems go to `notes`: a corrupt record is skipped and named by its offset, a record torn by
     the end of the file (a run still being written, or a killed job) ends the iteration.
     """
+    for offset, payload, _ in framed_records(data, notes):
+        yield offset, payload
+
+
+def framed_records(data: bytes, notes: list[str], start: int = HEADER_LEN
+                   ) -> Iterator[tuple[int, bytes | memoryview, int]]:
+    """As iter_records, from the record at byte `start` on, with the offset just past each record: a
+    reader following a growing log (stabdiag watch) goes on from there next time."""
     size = len(data)
     view = memoryview(data)
     unpack = _RECORD.unpack_from
     crc32 = zlib.crc32
     bad = _Corruption(notes)
-    pos = HEADER_LEN
+    pos = start
     parts: list[memoryview] = []
     parts_at = -1
     while pos < size:
@@ -121,7 +129,7 @@ def iter_records(data: bytes, notes: list[str]) -> Iterator[tuple[int, bytes | m
                 parts = []
             if bad.start is not None:
                 bad.flush()
-            yield pos, payload
+            yield pos, payload, end
         elif kind == FIRST:
             if parts:
                 bad.add(parts_at, pos, "record missing its last fragment")
@@ -133,7 +141,7 @@ def iter_records(data: bytes, notes: list[str]) -> Iterator[tuple[int, bytes | m
         else:
             parts.append(payload)
             bad.flush()
-            yield parts_at, b"".join(parts)
+            yield parts_at, b"".join(parts), end
             parts = []
         pos = end
     if parts and pos >= size:

@@ -1,0 +1,448 @@
+"""Evidence that grows with data: trend tests under autocorrelated noise, a noise floor for means of few
+binary samples, scale-free effect sizes, and one change-point model for onsets.
+
+Every detector that asks "did this curve move?" asks it here, in two numbers a rule declares: how sure
+(a z after the autocorrelation correction) and how large (a share of the curve's own range, or of the
+headroom to a known bound, never a per-point sd).  A per-point sd does not shrink with the number of
+points, so a steady rise of a GRPO reward averaged over 8 completions stayed under a "5 noise sds" bar
+however long it lasted; a trend's standard error does shrink, by the square root of the number of
+*independent* points.
+
+Why these tests:
+- Trends: least squares over the window, its standard error from the residuals, corrected for lag-1
+  autocorrelation by an effective sample size n_eff = n (1 - r1) / (1 + r1) (Santer et al. 2000, J.
+  Geophys. Res. 105(D6): the adjusted standard error of a trend; the same correction as the modified
+  Mann-Kendall tests of Hamed & Rao 1998 in its AR(1) form).  Training curves are autocorrelated (lag-1
+  0.5-0.95: batches drawn in data order, a policy that drifts between updates); a test that assumes
+  independent points fires on random walks.  r1 is read from the residuals and bias-corrected for short
+  series (Kendall 1954: E[r1] ~ rho - (1 + 3 rho) / n), since the plain estimate is low exactly where
+  the correction matters.  The interval uses Student's t with n_eff - 2 degrees of freedom.
+- Noise floor: a reward that is the mean of n binary completions cannot be less noisy than
+  sqrt(p (1 - p) / n); near a ceiling the residuals of a run that scores 1.0 on most batches are ~0, and
+  a rise of 0.01 became "thousands of noise sds".  n is read from the values' granularity (means of n
+  0/1 values are multiples of 1/n) and p is kept half a sample from the bounds.
+- Onsets: one hinge (continuous piecewise-linear fit, flat or sloped before, another slope after) fitted
+  by profile least squares over every candidate step, O(n) with cumulative sums; its interval is the set of
+  hinges whose profile likelihood is within chi2(1, 0.95) = 3.84 of the best, counted in effective
+  points (Hinkley 1969 / Hudson 1966 on two-phase regression).  A curve that creeps for a while and then
+  jumps is dated at the jump, with an interval that says how sure that is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+Z95 = 1.959963984540054
+CHI2_1_95 = 3.841458820694124
+_MAX_FIT_POINTS = 20_000   # longer curves are fitted on block means
+_MAX_HINGES = 512          # candidate hinge steps scanned (the profile is smooth; a grid keeps 1M points cheap)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A linear change over a window: the estimate, its autocorrelation-corrected uncertainty, and the
+    numbers behind it (as scipy's result objects name them)."""
+
+    estimate: float       # fitted change from the window's first to its last step
+    se: float             # its standard error, corrected for lag-1 autocorrelation
+    low: float            # 95% interval
+    high: float
+    n: int                # points in the window
+    n_eff: float          # effective number of independent points
+    rho: float            # lag-1 autocorrelation of the residuals (bias-corrected, clipped to 0..0.99)
+    noise_sd: float       # residual sd used (never under the noise floor given)
+    fitted_range: float = math.nan   # range of the fitted curve over the window (hinge_change only)
+
+    @property
+    def z(self) -> float:
+        if self.se <= 0 or not math.isfinite(self.se):
+            return 0.0 if not math.isfinite(self.se) else math.copysign(math.inf, self.estimate)
+        return self.estimate / self.se
+
+    def interval_text(self, fmt: str = ".3g") -> str:
+        return f"95% interval {self.low:{fmt}}..{self.high:{fmt}}"
+
+    def text(self, fmt: str = ".3g") -> str:
+        """"+0.31 (95% interval 0.22..0.40, z 6.1, n_eff 41)"."""
+        return (f"{self.estimate:+{fmt}} ({self.interval_text(fmt)}, z {self.z:.1f}, "
+                f"n_eff {self.n_eff:.0f})")
+
+
+_UNKNOWN = Change(0.0, math.inf, -math.inf, math.inf, 0, 0.0, 0.0, 0.0)
+
+
+# Student's t 97.5% quantile by degrees of freedom (any statistics table); between them, linear in 1/df,
+# which is within 0.3% of the exact quantile from df 1 up (scipy.stats costs seconds to import)
+_T975 = ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365), (8, 2.306),
+         (9, 2.262), (10, 2.228), (12, 2.179), (15, 2.131), (20, 2.086), (25, 2.060), (30, 2.042),
+         (40, 2.021), (60, 2.000), (120, 1.980))
+
+
+def t975(df: float) -> float:
+    """Student's t 97.5% quantile for `df` degrees of freedom (fractional df allowed, at least 1)."""
+    df = max(float(df), 1.0)
+    if df >= 120:
+        return Z95 + (1.980 - Z95) * 120.0 / df
+    inv = np.array([1.0 / d for d, _ in _T975])[::-1]
+    q = np.array([v for _, v in _T975])[::-1]
+    return float(np.interp(1.0 / df, inv, q))
+
+
+def lag1_autocorrelation(resid: np.ndarray) -> float:
+    """Lag-1 autocorrelation of residuals, bias-corrected for a short series and clipped to 0..0.99
+    (negative autocorrelation would inflate n_eff above n: it is read as 0)."""
+    n = len(resid)
+    if n < 4:
+        return 0.0
+    r = resid - resid.mean()
+    denom = float(np.dot(r, r))
+    if denom <= 0:
+        return 0.0
+    r1 = float(np.dot(r[:-1], r[1:]) / denom)
+    r1 = r1 + (1.0 + 3.0 * r1) / n        # Kendall's bias correction
+    return min(max(r1, 0.0), 0.99)
+
+
+def effective_n(n: int, rho: float) -> float:
+    return n * (1.0 - rho) / (1.0 + rho)
+
+
+def effective_n_of(resid: np.ndarray) -> tuple[float, float]:
+    """Effective number of independent points in a residual series, and the lag-1 autocorrelation
+    equivalent to it: n / (1 + 2 sum rho_k), the sum over Geyer's initial positive sequence (pairs of
+    autocorrelations summed while positive; Geyer 1992, the estimator MCMC effective sample sizes use).
+    A lag-1 correction alone misses noise that is a mix of batch noise and a slow wander (the lag-1
+    autocorrelation of the mix is diluted by the batch noise, its persistence is not); the whole positive
+    sequence sees both.  The lag-1 estimate (bias-corrected) is a floor on the correction."""
+    n = len(resid)
+    if n < 4:
+        return float(n), 0.0
+    r = resid - resid.mean()
+    denom = float(np.dot(r, r))
+    if denom <= 0:
+        return float(n), 0.0
+    size = 1 << int(2 * n - 1).bit_length()
+    f = np.fft.rfft(r, size)
+    acf = np.fft.irfft(f * np.conj(f), size)[:n] / denom
+    odd = acf[1:n:2]
+    even = np.append(acf[2:n:2], 0.0)[:len(odd)]
+    pairs = odd + even
+    stop = np.flatnonzero(pairs <= 0)
+    total = float(pairs[:stop[0] if len(stop) else len(pairs)].sum())
+    # 1 + 2 sum_{k>=1} rho_k, from pairs that start at lag 1: tau = 1 + 2 * total, never under the lag-1 one
+    rho1 = lag1_autocorrelation(resid)
+    tau = max(1.0 + 2.0 * total, (1.0 + rho1) / (1.0 - rho1))
+    tau = min(tau, float(n))
+    n_eff = n / tau
+    return n_eff, (tau - 1.0) / (tau + 1.0)
+
+
+def linear_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 0.0) -> Change:
+    """Least-squares change over the points given (from the first step to the last), with its standard
+    error corrected for autocorrelation (module docstring).  `noise_floor` bounds the residual sd from
+    below (binomial_floor).  Fewer than 4 points or an effective n under 3: an infinite se.  Curves over
+    _MAX_FIT_POINTS points are read as block means (_block_means)."""
+    x, y = _block_means(np.asarray(steps, dtype=np.float64), np.asarray(values, dtype=np.float64))
+    n = len(x)
+    if n < 4:
+        return _UNKNOWN
+    dx = x - x.mean()
+    sxx = float(np.dot(dx, dx))
+    if sxx <= 0:
+        return _UNKNOWN
+    slope = float(np.dot(dx, y - y.mean()) / sxx)
+    resid = y - y.mean() - slope * dx
+    n_eff, rho = effective_n_of(resid)
+    sd = max(math.sqrt(float(np.dot(resid, resid)) / (n - 2)), float(noise_floor))
+    width = float(x[-1] - x[0])
+    estimate = slope * width
+    if n_eff <= 3:
+        return Change(estimate, math.inf, -math.inf, math.inf, n, n_eff, rho, sd)
+    # the plain slope se, inflated by n/n_eff in variance and with n_eff - 2 degrees of freedom
+    se = sd / math.sqrt(sxx) * math.sqrt((n - 2) / (n_eff - 2)) * width
+    t = t975(n_eff - 2)
+    return Change(estimate, se, estimate - t * se, estimate + t * se, n, n_eff, rho, sd)
+
+
+def window_change(steps: np.ndarray, values: np.ndarray, start: float, end: float, *,
+                  noise_floor: float = 0.0) -> Change:
+    inside = (steps >= start) & (steps <= end)
+    return linear_change(steps[inside], values[inside], noise_floor=noise_floor)
+
+
+def level_gain(values: np.ndarray) -> Change:
+    """The change from a curve's first point (where the window began) to the level
+    of its second half (medians), with a standard error from the robust point-to-point noise of the
+    second half (first differences / sqrt 2: a jump before it does not count as noise) corrected for
+    its autocorrelation.  A sparse eval that jumped early and then held is a sure gain, which a straight
+    line through the jump and the plateau reads poorly."""
+    from .. import _stats as st
+    v = np.asarray(values, dtype=np.float64)
+    n = len(v)
+    if n < 4:
+        return _UNKNOWN
+    head = v[:1]
+    tail = v[n // 2:]
+    estimate = float(np.median(tail) - np.median(head))
+    # the noise from every point's neighbour differences (robust: one jump among them does not count),
+    # not from the few points of the tail alone
+    sd = st.noise_sd(v)
+    if sd <= 0:
+        sd = st.robust_sd(tail)
+    rho = lag1_autocorrelation(tail - np.median(tail))
+    tail_eff = max(effective_n(len(tail), rho), 1.0)
+    # a median's variance is ~pi/2 a mean's for normal noise
+    se = sd * math.sqrt(math.pi / 2 * (1.0 / len(head) + 1.0 / tail_eff))
+    if se <= 0:
+        return Change(estimate, 0.0, estimate, estimate, n, tail_eff, rho, sd)
+    t = t975(max(tail_eff - 1, 1.0))
+    return Change(estimate, se, estimate - t * se, estimate + t * se, n, tail_eff, rho, sd)
+
+
+def binomial_floor(values: np.ndarray, max_samples: int = 4096) -> float:
+    """The least sd a mean of n binary samples can have at this curve's level: sqrt(p (1 - p) / n), n from
+    the values' granularity (every value a multiple of 1/n, n <= max_samples), p the median kept half a
+    sample inside 0..1.  0 when the values are not on 0..1 or show no such granularity (a reward model's
+    logits, a mean over a varying batch): then the residuals alone set the noise."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) < 4 or v.min() < 0 or v.max() > 1:
+        return 0.0
+    n = _granularity(v, max_samples)
+    if n is None:
+        return 0.0
+    p = min(max(float(np.median(v)), 0.5 / n), 1.0 - 0.5 / n)
+    return math.sqrt(p * (1.0 - p) / n)
+
+
+def _granularity(v: np.ndarray, max_samples: int) -> int | None:
+    """The smallest n with every value within float32 rounding of a multiple of 1/n (loggers write
+    float32), or None.  Tried on the distinct values only, and only when they are few enough for a
+    multiple of 1/n to mean something (at most n + 1 distinct values)."""
+    distinct = np.unique(v)
+    if len(distinct) < 2:
+        return None
+    tol = 2e-6
+    for n in range(1, max_samples + 1):
+        if len(distinct) > n + 1:
+            continue
+        scaled = distinct * n
+        if np.all(np.abs(scaled - np.round(scaled)) <= tol * n):
+            return n
+    return None
+
+
+def share(change: float, scale: float) -> float:
+    """A change as a share of a scale (a range, a headroom, a level), 0 for an empty scale."""
+    return change / scale if scale > 0 else 0.0
+
+
+def smoothed_range(values: np.ndarray, points: int = 3) -> float:
+    """The range a curve covers once single-point noise is taken out (a running median of `points`)."""
+    from .. import _stats as st
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) == 0:
+        return 0.0
+    smooth = st.rolling_median(v, points)
+    return float(smooth.max() - smooth.min())
+
+
+def headroom(level: float, values: np.ndarray, *, up: bool = True) -> float | None:
+    """Room left to a known bound: 1 - level (0 - level going down) for a curve whose every value lies
+    on 0..1 (a success rate, a 0/1 reward); None when no bound is known."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) == 0 or v.min() < 0 or v.max() > 1:
+        return None
+    return (1.0 - level) if up else level
+
+
+@dataclass(frozen=True, slots=True)
+class Onset:
+    """Where a curve's slope changed (the hinge of the best two-phase fit) and its 95% interval."""
+
+    step: int
+    low: int
+    high: int
+
+    def text(self) -> str:
+        return f"step {self.step} (95% interval {self.low}-{self.high})" if self.low != self.high \
+            else f"step {self.step}"
+
+    def overlaps(self, other: "Onset") -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int = 3) -> Onset | None:
+    """The hinge of y = a + b t + c max(t - tau, 0) that fits best by least squares, over candidate taus
+    at the logged steps (at most _MAX_HINGES of them, evenly spread), with the interval of taus whose
+    profile likelihood is within CHI2_1_95 of the best in effective points.  None for fewer than
+    2 * min_side_points + 1 points or a curve that does not move."""
+    t = np.asarray(steps, dtype=np.float64)
+    y = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(y)
+    t, y = t[ok], y[ok]
+    t, y = _block_means(t, y)
+    n = len(t)
+    if n < 2 * min_side_points + 1:
+        return None
+    t0, scale_t = t[0], max(float(t[-1] - t[0]), 1e-12)
+    u = (t - t0) / scale_t
+    y_scale = float(np.std(y))
+    if y_scale <= 1e-12 * max(float(np.max(np.abs(y))), 1e-300):
+        return None
+    z = (y - y.mean()) / y_scale
+    cand, sse = _best_hinge(u, z, min_side_points)
+    best = int(np.argmin(sse))
+    sse_min = max(float(sse[best]), 1e-300)
+    # effective points from the best fit's residuals: the likelihood counts independent points
+    resid = z - _hinge_fit(u, z, float(u[cand[best]]))
+    n_eff = max(effective_n_of(resid)[0], 1.0)
+    within = n_eff * np.log(np.maximum(sse, 1e-300) / sse_min) <= CHI2_1_95
+    inside = cand[within]
+    return Onset(int(t[cand[best]]), int(t[inside.min()]), int(t[inside.max()]))
+
+
+def _block_means(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Curves longer than _MAX_FIT_POINTS as block means (steps and values): a change point or a fitted
+    change is read to 1/_MAX_FIT_POINTS of the span, at a fixed cost per curve."""
+    if len(t) <= _MAX_FIT_POINTS:
+        return t, y
+    size = -(-len(t) // _MAX_FIT_POINTS)
+    cut = len(t) // size * size
+
+    def blocks(a: np.ndarray) -> np.ndarray:
+        head = a[:cut].reshape(-1, size).mean(axis=1)
+        return np.concatenate([head, a[cut:].mean(keepdims=True)]) if cut < len(a) else head
+    return blocks(t), blocks(y)
+
+
+def _best_hinge(u: np.ndarray, z: np.ndarray, min_side_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate hinge indices (at most _MAX_HINGES, evenly spread) and the fit's residual sum of squares
+    at each."""
+    n = len(u)
+    cand = np.arange(min_side_points - 1, n - min_side_points)
+    if len(cand) > _MAX_HINGES:
+        cand = np.unique(np.linspace(cand[0], cand[-1], _MAX_HINGES).round().astype(np.int64))
+    return cand, _hinge_sse(u, z, u[cand])
+
+
+def hinge_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 0.0,
+                 min_side_points: int = 3) -> Change:
+    """How far a curve rose from its start, read on its best two-phase (hinge) fit: the fitted level at
+    the higher of the hinge and the last step, minus the fitted level at the first step, with a standard
+    error from the fit's covariance, the residual sd (never under `noise_floor`) and the effective number
+    of points of its residuals (effective_n_of).  Residuals of one straight line through a curve that is
+    flat and then climbs (or climbs and then holds) are autocorrelated by the misfit, not by the noise,
+    and a correction read from them would call a clear late rise "too noisy"; the hinge takes the bend
+    and leaves the noise.  The whole run is read, so no window chosen where the curve is highest biases
+    it (a wandering null)."""
+    t = np.asarray(steps, dtype=np.float64)
+    y = np.asarray(values, dtype=np.float64)
+    t, y = _block_means(t, y)
+    n = len(t)
+    if n < max(2 * min_side_points + 1, 8):
+        return linear_change(t, y, noise_floor=noise_floor)
+    t0, scale_t = t[0], max(float(t[-1] - t[0]), 1e-12)
+    u = (t - t0) / scale_t
+    y_mean, y_scale = float(y.mean()), float(np.std(y))
+    if y_scale <= 1e-12 * max(float(np.max(np.abs(y))), 1e-300):
+        return linear_change(t, y, noise_floor=noise_floor)
+    cand, sse = _best_hinge(u, (y - y_mean) / y_scale, min_side_points)
+    tau = float(u[cand[int(np.argmin(sse))]])
+    x = np.stack([np.ones_like(u), u, np.maximum(u - tau, 0.0)], axis=1)
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ beta
+    n_eff, rho = effective_n_of(resid)
+    sd = max(math.sqrt(float(np.dot(resid, resid)) / max(n - 3, 1)), float(noise_floor))
+    at = [np.array([1.0, 0.0, 0.0]), np.array([1.0, tau, 0.0]), np.array([1.0, 1.0, 1.0 - tau])]
+    fitted = [float(a @ beta) for a in at]
+    top = 1 if fitted[1] > fitted[2] else 2
+    d = at[top] - at[0]
+    estimate = fitted[top] - fitted[0]
+    span = max(fitted) - min(fitted)
+    if n_eff <= 4:
+        return Change(estimate, math.inf, -math.inf, math.inf, n, n_eff, rho, sd, span)
+    cov = np.linalg.pinv(x.T @ x)
+    se = sd * math.sqrt(max(float(d @ cov @ d), 0.0)) * math.sqrt((n - 3) / (n_eff - 3))
+    q = t975(n_eff - 3)
+    return Change(estimate, se, estimate - q * se, estimate + q * se, n, n_eff, rho, sd, span)
+
+
+def _hinge_sse(u: np.ndarray, z: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """Residual sum of squares of the 3-parameter hinge fit at each tau, from suffix sums (O(n + taus))."""
+    n = len(u)
+    # suffix sums over points with u > tau: count, sum u, sum u^2, sum z, sum u z
+    order_idx = np.searchsorted(u, taus, side="right")
+    def suffix(a):
+        c = np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]])
+        return c[order_idx]
+    s0 = (n - order_idx).astype(np.float64)
+    s1, s2, sz, suz = suffix(u), suffix(u * u), suffix(z), suffix(u * z)
+    h1 = s1 - taus * s0                                   # sum h
+    h2 = s2 - 2 * taus * s1 + taus * taus * s0           # sum h^2
+    uh = s2 - taus * s1                                  # sum u h
+    hz = suz - taus * sz                                 # sum h z
+    n_ = float(n)
+    su, suu, szz, sumz, suz_all = float(u.sum()), float(np.dot(u, u)), float(np.dot(z, z)), float(z.sum()), \
+        float(np.dot(u, z))
+    xtx = np.empty((len(taus), 3, 3))
+    xtx[:, 0, 0], xtx[:, 0, 1], xtx[:, 0, 2] = n_, su, h1
+    xtx[:, 1, 0], xtx[:, 1, 1], xtx[:, 1, 2] = su, suu, uh
+    xtx[:, 2, 0], xtx[:, 2, 1], xtx[:, 2, 2] = h1, uh, h2
+    xty = np.stack([np.full(len(taus), sumz), np.full(len(taus), suz_all), hz], axis=1)
+    # a tiny ridge keeps a hinge with (nearly) no points after it solvable
+    xtx[:, 2, 2] += 1e-12
+    beta = np.linalg.solve(xtx, xty[..., None])[..., 0]
+    return szz - np.einsum("ij,ij->i", beta, xty)
+
+
+def _hinge_fit(u: np.ndarray, z: np.ndarray, tau: float) -> np.ndarray:
+    x = np.stack([np.ones_like(u), u, np.maximum(u - tau, 0.0)], axis=1)
+    beta, *_ = np.linalg.lstsq(x, z, rcond=None)
+    return x @ beta
+
+
+@dataclass(frozen=True, slots=True)
+class Improvement:
+    """An independent eval that improved over a window: which, by how much, and how sure."""
+
+    signal: str
+    first: float
+    last: float
+    change: Change
+    gain_share: float         # the change as a share of the eval's scale (its level, or headroom to 1)
+
+    def text(self) -> str:
+        return (f"{self.signal} {self.first:.3g} -> {self.last:.3g} ({self.gain_share:+.0%} of its scale, "
+                f"z {self.change.z:.1f})")
+
+
+def eval_improvement(evals, start: float, end: float, *, min_z: float = 2.0,
+                     min_gain_share: float = 0.05) -> Improvement | None:
+    """The eval that improved most surely over [start, end] (its last point at or before `start` counts
+    as the baseline, since evals are logged sparsely): a trend `min_z` corrected standard errors above 0
+    and at least `min_gain_share` of its scale.  None when no eval did."""
+    best: Improvement | None = None
+    for curve in evals or ():
+        c = curve.finite()
+        if len(c.steps) == 0:
+            continue
+        before = np.flatnonzero(c.steps <= start)
+        first = int(before[-1]) if len(before) else 0
+        keep = slice(first, int(np.searchsorted(c.steps, end, side="right")))
+        values = c.values[keep]
+        change = level_gain(values)
+        if not math.isfinite(change.se) or change.z < min_z:
+            continue
+        level = max(float(np.median(np.abs(values))), 1e-12)
+        room = headroom(level, c.values)
+        scale = min(level, room) if room is not None and room > 0 else level
+        found = Improvement(c.signal, float(values[0]), float(np.median(values[len(values) // 2:])), change,
+                            change.estimate / scale)
+        if found.gain_share >= min_gain_share and (best is None or change.z > best.change.z):
+            best = found
+    return best

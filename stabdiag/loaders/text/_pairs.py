@@ -1,0 +1,146 @@
+"""`key:value` pairs of many console lines, read without a Python loop over the pairs where it can.
+
+A console reader finds its record lines with one regex over the whole text that starts with a
+literal (`\\nstep:`, `step:`: Python's regex engine then jumps from candidate to candidate instead of
+trying every position, as it does for `^` in MULTILINE mode); `findall` gives the rows as (step, body)
+strings.  `series_by_shape` turns each key sequence the rows share into one regex whose `findall`
+gives the values column by column; `series_of_rows` (the general case) splits each body with str
+methods and collects each key's raw values.  Either way a whole column is converted at once
+(`map(float, ...)`).  bench/text_readers.py times the readers against `for line in f: line.split()`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from ...run import Series
+from .._common import number
+
+_VALUE_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))(ms|s|%)?\s*$", re.IGNORECASE)
+
+
+def lines_text(text: str) -> str:
+    """The text with a newline in front and at the end, so that a record pattern starting with `\\n`
+    finds the first line too and one ending before `\\n` the last."""
+    return "\n" + text + ("" if text.endswith("\n") else "\n")
+
+
+def series_by_shape(text: str, rows: list[tuple[str, str]], head: str, sep: str | None, *,
+                    keep_unit: bool = False) -> dict[str, Series]:
+    """`series_of_rows(rows, sep, keep_unit=...)`, computed without a Python loop over the pairs when the
+    rows share a few shapes (the same keys in the same order, as a logger prints them): each shape
+    becomes one regex, `head` (the row pattern up to its body, with the step as its one group) then
+    the shape's `key:value` pairs, and `findall`
+    over `text` (which must end with a newline, see lines_text) gives its values column by column.
+    When the shapes do not account for every row exactly once, the pairs are read one by one."""
+    shapes = _shapes(rows, sep)
+    if shapes is not None:
+        joint = r"[ \t]+" if sep is None else r"[ \t]*" + re.escape(sep.strip()) + r"[ \t]*"
+        columns: dict[str, list[tuple[np.ndarray, tuple[str, ...]]]] = {}
+        matched = 0
+        for shape in shapes:
+            # greedy values: a lazy group would be tried one character at a time
+            pattern = re.compile(head + joint.join(re.escape(k) + r":(\S*)" for k in shape) + r"[ \t]*(?=\n)")
+            found = pattern.findall(text)
+            if not found:
+                continue
+            matched += len(found)
+            cols = list(zip(*found))
+            steps = np.fromiter(map(int, cols[0]), np.int64, len(found))
+            for key, raws in zip(shape, cols[1:]):
+                columns.setdefault(key, []).append((steps, raws))
+        if matched == len(rows):
+            out = {}
+            for key, parts in columns.items():
+                steps = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
+                if len(parts) > 1 and not np.all(steps[1:] > steps[:-1]) and len(np.unique(steps)) != len(steps):
+                    break                  # one key in two shapes at one step: write order decides, read in order
+                raws = [r for p in parts for r in p[1]] if len(parts) > 1 else parts[0][1]
+                out.update(_series(key, steps, raws, keep_unit))
+            else:
+                return dict(sorted(out.items()))
+    return series_of_rows(rows, sep, keep_unit=keep_unit)
+
+
+def _shapes(rows: list[tuple[str, str]], sep: str | None) -> list[tuple[str, ...]] | None:
+    """The key sequences of the first and last rows, most frequent first; None when a part there is no
+    `key:value` or they are too many to be a logger's few record kinds."""
+    counts: dict[tuple[str, ...], int] = {}
+    for _, body in rows[:32] + rows[-32:]:
+        parts = [p.partition(":") for p in body.split(sep)]
+        if not all(found and key and not key[0].isspace() for key, found, _ in parts):
+            return None
+        shape = tuple(key for key, _, _ in parts)
+        counts[shape] = counts.get(shape, 0) + 1
+    if not counts or len(counts) > 8:
+        return None
+    return sorted(counts, key=counts.get, reverse=True)
+
+
+def _series(key: str, steps, raws, keep_unit: bool) -> dict[str, Series]:
+    name, values, keep = _column(key.strip(), raws, keep_unit)
+    if keep is not None:
+        steps = [s for s, k in zip(steps, keep) if k]
+    if not len(steps):
+        return {}
+    if not isinstance(steps, np.ndarray):
+        steps = np.fromiter(map(int, steps), np.int64, len(steps))
+    return {name: Series.from_points(name, steps, values)}
+
+
+def series_of_rows(rows: list[tuple[str, str]], sep: str | None, *, kv: str = ":", last_kv: bool = False,
+                   keep_unit: bool = False, only: Callable[[str], bool] | None = None) -> dict[str, Series]:
+    """Series of every pair in `rows` ((step text, body) tuples, in write order).  A body is split on
+    `sep` (None: on whitespace) into `key<kv>value` parts (with `last_kv`, at the last `kv`: `train
+    loss 11.0`).  A value that is no number is left out; NaN and Inf are kept.  With `keep_unit` a
+    unit printed after the value joins the key (`train_time` in ms -> `train_time_ms`), else it is
+    dropped.  `only` keeps the keys it accepts."""
+    columns: dict[str, tuple[list[str], list[str]]] = {}
+    for step, body in rows:
+        for part in body.split(sep):
+            key, found, raw = part.rpartition(kv) if last_kv else part.partition(kv)
+            if not found:
+                continue
+            column = columns.get(key)
+            if column is None:
+                if only is not None and not only(key.strip()):
+                    continue
+                column = columns[key] = ([], [])
+            column[0].append(step)
+            column[1].append(raw)
+    out: dict[str, Series] = {}
+    for key, (steps, raws) in columns.items():
+        out.update(_series(key, steps, raws, keep_unit))
+    return dict(sorted(out.items()))
+
+
+def _column(key: str, raws: list[str], keep_unit: bool) -> tuple[str, np.ndarray, list[bool] | None]:
+    """(name, values, which raws were numbers or None for all) of one key's raw values."""
+    try:
+        return key, np.fromiter(map(float, raws), np.float64, len(raws)), None
+    except ValueError:
+        pass
+    for unit in ("ms", "s"):           # one unit on every value (`70.50ms`, `nanms`): cut, then one map
+        if raws[0].endswith(unit):
+            cut = len(unit)
+            try:
+                values = np.array([float(r[:-cut]) for r in raws], dtype=np.float64)
+            except ValueError:
+                break
+            return (f"{key}_{unit}" if keep_unit else key), values, None
+    unit = None
+    values: list[float] = []
+    keep: list[bool] = []
+    for raw in raws:
+        match = _VALUE_UNIT.match(raw)
+        value = number(match.group(1)) if match else number(raw)
+        if match and match.group(2) and match.group(2) != "%":
+            unit = unit or match.group(2)
+        keep.append(value is not None)
+        if value is not None:
+            values.append(value)
+    name = f"{key}_{unit}" if keep_unit and unit else key
+    return name, np.array(values, dtype=np.float64), (None if all(keep) else keep)

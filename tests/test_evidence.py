@@ -1,0 +1,213 @@
+"""The statistics every trend rule uses (stabdiag/detectors/evidence.py), and the properties issue 24 asks
+of the rules that use them, with the parameters that ship: evidence grows with the number of points, a
+large change the data cannot confirm is "not judged" (never a pass), onsets come with intervals, and
+the root is the layer whose failure began first."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from stabdiag.detectors import evidence as ev
+from stabdiag.engine import diagnose
+from stabdiag.run import Run, Series
+
+
+def ar1(rng, n, phi, sd=1.0):
+    """AR(1) noise with stationary sd `sd`."""
+    out = np.empty(n)
+    out[0] = rng.normal(0, sd)
+    shocks = rng.normal(0, sd * math.sqrt(1 - phi * phi), n)
+    for i in range(1, n):
+        out[i] = phi * out[i - 1] + shocks[i]
+    return out
+
+
+# --- the statistics -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("phi", [0.0, 0.5, 0.9])
+def test_the_trend_interval_covers_a_zero_trend_about_95_percent_of_the_time_under_ar1_noise(phi):
+    """Statistical, 300 seeds of 300 points: a test that assumed independent points would reject a zero
+    trend on ~40% of AR(1) 0.9 curves; the corrected interval misses 0 on about 5%."""
+    rng = np.random.default_rng(1)
+    misses = 0
+    for _ in range(300):
+        c = ev.linear_change(np.arange(300), ar1(rng, 300, phi))
+        misses += c.low > 0 or c.high < 0
+    assert misses / 300 < 0.09, misses
+
+
+def test_evidence_grows_with_the_number_of_points():
+    """The same rise under the same per-point noise: z grows about as the square root of the points, where
+    a rise measured in per-point noise sds stays put."""
+    rng = np.random.default_rng(2)
+    zs = []
+    for n in (60, 240, 960):
+        x = np.linspace(0, 1, n)
+        zs.append(np.median([ev.linear_change(x, 0.1 * x + rng.normal(0, 0.1, n)).z for _ in range(30)]))
+    assert zs[0] < zs[1] < zs[2]
+    assert 1.6 < zs[1] / zs[0] < 2.4 and 1.6 < zs[2] / zs[1] < 2.4
+
+
+def test_the_noise_floor_of_a_mean_of_few_binary_samples_never_collapses_at_a_ceiling():
+    rng = np.random.default_rng(3)
+    near_ceiling = rng.binomial(128, 0.99, 200) / 128        # most batches all correct
+    floor = ev.binomial_floor(near_ceiling)
+    assert floor == pytest.approx(math.sqrt(0.99 * 0.01 / 128), rel=0.5)
+    assert ev.binomial_floor(rng.random(50)) == 0.0             # no granularity: no floor claimed
+    assert ev.binomial_floor(rng.normal(0, 1, 50)) == 0.0       # not on 0..1
+    # a reward pinned at 1.0 with a rare 127/128: the trend's sd is the floor, not ~0
+    pinned = np.ones(200)
+    pinned[::40] = 127 / 128
+    c = ev.linear_change(np.arange(200), pinned + np.linspace(0, 1e-3, 200), noise_floor=ev.binomial_floor(pinned))
+    assert c.noise_sd >= ev.binomial_floor(pinned) > 0
+
+
+def test_the_hinge_onset_finds_where_a_creep_turns_into_a_climb_with_an_interval():
+    rng = np.random.default_rng(4)
+    t = np.arange(600)
+    y = 0.3 + 0.0001 * t + np.where(t > 400, 0.004 * (t - 400), 0.0) + rng.normal(0, 0.02, 600)
+    onset = ev.hinge_onset(t, y)
+    assert onset is not None and onset.low <= 400 <= onset.high and onset.high - onset.low < 60
+    assert 380 <= onset.step <= 420
+    flat = ev.hinge_onset(t, np.full(600, 0.3))
+    assert flat is None
+
+
+def test_an_eval_that_jumps_early_and_holds_is_a_sure_improvement():
+    values = np.array([0.21, 0.86, 0.88, 0.885, 0.89, 0.887, 0.893, 0.89, 0.895, 0.892, 0.898, 0.895])
+    gain = ev.level_gain(values)
+    assert gain.z > 10 and gain.estimate == pytest.approx(0.8915 - 0.21, abs=0.01)
+    assert ev.level_gain(np.array([0.42, 0.41, 0.43, 0.42, 0.42, 0.415])).z < 2
+
+
+# --- rules with the shipped parameters ------------------------------------------------------------
+
+def grpo_reward(rng, n, lift, group=8, prompts=16):
+    """A per-step GRPO reward: the mean of `prompts` x `group` 0/1 completions, prompt difficulty drawn per
+    step, the policy's logit rising by `lift` over the middle 80% of the run."""
+    x = np.linspace(0, 1, n)
+    shift = lift * np.clip((x - 0.1) / 0.8, 0, 1)
+    logits = rng.normal(-0.4, 1.2, (n, prompts)) + shift[:, None]
+    return rng.binomial(group, 1 / (1 + np.exp(-logits))).sum(axis=1) / (prompts * group)
+
+
+def hack(rng, n, lift, group=8, truncation=False):
+    """A GRPO reward hack: the reward lifts, a 500-item eval stays flat; with `truncation`, the share of
+    responses cut at the length cap climbs 0.05 -> 0.65 with it (issue 24's "strong hack")."""
+    steps = np.arange(1, n + 1)
+    ev_steps = np.arange(10, n + 1, 10)
+    series = {"reward": Series.from_points("reward", steps, grpo_reward(rng, n, lift, group)),
+              "eval/math500_accuracy": Series.from_points(
+                  "eval/math500_accuracy", ev_steps, rng.binomial(500, 0.42, len(ev_steps)) / 500)}
+    if truncation:
+        climb = 0.05 + 0.6 * np.clip((np.linspace(0, 1, n) - 0.1) / 0.8, 0, 1)
+        series["completions/clipped_ratio"] = Series.from_points(
+            "completions/clipped_ratio", steps, np.clip(climb + rng.normal(0, 0.02, n), 0, 1))
+    return Run("hack", series)
+
+
+def divergence(run):
+    diag = diagnose(run, select=["L1.reward-eval-divergence"])
+    if any(f.rule == "L1.reward-eval-divergence" for f in diag.findings):
+        return "fires"
+    unknown = [u for u in diag.unknown if u.rule == "L1.reward-eval-divergence"]
+    return ("not judged: " + unknown[0].describe()) if unknown else "quiet"
+
+
+def test_a_strong_hack_of_a_mean_of_8_completions_is_found_at_layer_1_from_100_steps():
+    """Issue 24: a reward averaged over 8 completions per prompt, rising by a third of its range over 100
+    steps while the eval stays flat and truncation climbs, was missed on almost every seed under "5
+    per-point noise sds"."""
+    found = 0
+    for seed in range(20):
+        diag = diagnose(hack(np.random.default_rng(seed), 100, 2.0, truncation=True))
+        found += diag.root_layer == 1 and any(f.layer == 1 for f in diag.findings)
+    assert found >= 19
+
+
+def test_without_truncation_a_flat_eval_of_ten_noisy_points_reads_the_hack_or_says_too_noisy():
+    """The same hack beside only a 500-item eval scored 10 times: fires, or says the eval is too noisy to
+    call flat - never a pass."""
+    outcomes = [divergence(hack(np.random.default_rng(seed), 100, 2.0)) for seed in range(20)]
+    assert all(o == "fires" or "too noisy" in o for o in outcomes), outcomes
+    assert sum(o == "fires" for o in outcomes) >= 10
+
+
+def test_power_grows_with_points_for_a_modest_hack():
+    """The same modest lift: found more often as the run gets longer (evidence grows with data)."""
+    rates = [sum(divergence(hack(np.random.default_rng(seed), n, 0.6)) == "fires" for seed in range(15))
+             for n in (40, 150, 600)]
+    assert rates[0] <= rates[1] <= rates[2] and rates[2] >= 12, rates
+
+
+def test_a_large_rise_the_data_cannot_confirm_is_not_judged_never_a_pass():
+    """A reward that rose a lot but on few, very noisy points: "too noisy to tell", with its interval."""
+    outcomes = []
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        steps = np.arange(1, 17) * 2
+        reward = 0.3 + 0.4 * np.linspace(0, 1, 16) + rng.normal(0, 0.3, 16)     # 16 points, sd 0.3
+        ev_steps = steps[::2]
+        run = Run("noisy", {"reward": Series.from_points("reward", steps, reward),
+                            "eval/math500_accuracy": Series.from_points(
+                                "eval/math500_accuracy", ev_steps, 0.42 + rng.normal(0, 0.002, len(ev_steps)))})
+        outcomes.append(divergence(run))
+    too_noisy = [o for o in outcomes if o.startswith("not judged: too noisy to tell")]
+    assert len(too_noisy) >= 5 and all("95% interval" in o for o in too_noisy)
+    # a pass only where the rise read small; a large one is never called clean
+    assert sum(o == "fires" for o in outcomes) < len(too_noisy)
+
+
+def test_a_reward_that_jumps_with_its_eval_and_then_creeps_is_learning():
+    """verl's published GSM8K baselines: reward 0.25 -> 0.95 in 10 steps with the eval 0.21 -> 0.86, then
+    the reward creeps to 0.99 while the eval holds near its ceiling: a small share of the reward's range."""
+    rng = np.random.default_rng(8)
+    steps = np.arange(1, 106)
+    reward = np.where(steps < 10, 0.25 + 0.07 * steps, 0.93 + 0.0006 * (steps - 10)) + rng.normal(0, 0.008, 105)
+    ev_steps = np.arange(0, 106, 5)
+    evals = np.where(ev_steps < 5, 0.21, 0.86 + 0.0003 * ev_steps) + rng.normal(0, 0.004, len(ev_steps))
+    run = Run("verl-like", {"reward": Series.from_points("reward", steps, np.clip(reward, 0, 1)),
+                            "eval/gsm8k_accuracy": Series.from_points("eval/gsm8k_accuracy", ev_steps, evals)})
+    assert divergence(run) == "quiet"
+
+
+def collapse_then_hack(rng, collapse_at, hack_at, n=600):
+    """Entropy collapses at `collapse_at` (KL surging), the reward climbs from `hack_at` with the eval flat."""
+    steps = np.arange(1, n + 1)
+    t = steps.astype(float)
+    entropy = np.where(t < collapse_at, 1.5, 1.5 * np.maximum(0.05, 1 - (t - collapse_at) / 60)) \
+        * (1 + rng.normal(0, 0.01, n))
+    kl = np.where(t < collapse_at, 0.003, 0.003 * np.exp(np.minimum(t - collapse_at, 100) / 25)) \
+        * np.exp(rng.normal(0, 0.05, n))
+    reward = 0.3 + 0.45 * np.clip((t - hack_at) / 150, 0, 1) + rng.normal(0, 0.02, n)
+    ev_steps = np.arange(20, n + 1, 20)
+    return Run("order", {
+        "reward": Series.from_points("reward", steps, reward), "entropy": Series.from_points("entropy", steps, entropy),
+        "kl": Series.from_points("kl", steps, kl),
+        "eval/math500_accuracy": Series.from_points("eval/math500_accuracy", ev_steps,
+                                                    0.42 + rng.normal(0, 0.004, len(ev_steps)))})
+
+
+def test_the_root_is_the_layer_whose_failure_began_first():
+    """Entropy collapses at step 120 and the reward diverges from step 350: the root is layer 2 and the
+    layer-1 finding is downstream, after it; the reverse order makes layer 1 the root."""
+    early_collapse = diagnose(collapse_then_hack(np.random.default_rng(9), collapse_at=120, hack_at=350))
+    fired = {f.rule: f for f in early_collapse.findings}
+    assert "L1.reward-eval-divergence" in fired and early_collapse.root_layer == 2
+    later = fired["L1.reward-eval-divergence"]
+    assert later.downstream and "after" in (later.downstream_reason or "")
+
+    early_hack = diagnose(collapse_then_hack(np.random.default_rng(9), collapse_at=450, hack_at=60))
+    assert early_hack.root_layer == 1
+    assert any(f.layer == 2 and f.downstream for f in early_hack.findings)
+
+
+def test_trend_findings_carry_an_onset_with_an_interval():
+    diag = diagnose(hack(np.random.default_rng(10), 300, 2.0))
+    (f,) = [f for f in diag.findings if f.rule == "L1.reward-eval-divergence"]
+    low, high = f.onset_interval
+    assert low <= f.onset <= high and f.evidence["change_step"] == f.onset
+    assert 0 < f.onset < 150            # the lift starts at 10% of the run

@@ -1,0 +1,202 @@
+"""stabdiag.integrations: the Monitor of hand-written loops, the transformers TrainerCallback (a real
+tiny HF Trainer run on CPU, a learning-rate jump injected) and the Lightning Callback; and that neither
+`import stabdiag` nor `import stabdiag.integrations` loads transformers or lightning."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from stabdiag.errors import ConfigError
+from stabdiag.integrations import Monitor
+
+
+def test_importing_stabdiag_and_its_integrations_loads_neither_transformers_nor_lightning():
+    code = ("import sys, stabdiag, stabdiag.integrations\n"
+            "from stabdiag.integrations import Monitor\n"
+            "Monitor(check_every=5).log(1, {'loss': 1.0})\n"
+            "heavy = [m for m in ('transformers', 'lightning', 'pytorch_lightning', 'torch', 'watchfiles')"
+            " if m in sys.modules]\n"
+            "print(','.join(heavy))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "", done.stdout
+
+
+def _loop(monitor: Monitor, steps: int, nan_from: int | None = None) -> int:
+    """A plain training loop logging to the monitor; the step it stopped at."""
+    rng = np.random.default_rng(0)
+    for step in range(1, steps + 1):
+        loss = 2.0 * math.exp(-step / 80) + 0.5 + 0.03 * rng.standard_normal()
+        grad_norm = 1.0 + 0.1 * rng.standard_normal()
+        if nan_from is not None and step >= nan_from:
+            loss = grad_norm = math.nan
+        monitor.log(step, {"loss": loss, "grad_norm": np.float32(grad_norm), "note": "text is left out"})
+        if monitor.should_stop:
+            return step
+    return steps
+
+
+def test_monitor_stops_a_plain_loop_within_check_every_steps_of_the_failure(tmp_path):
+    monitor = Monitor(check_every=10, output_dir=tmp_path)
+    stopped = _loop(monitor, 300, nan_from=150)
+    assert 150 <= stopped <= 160, stopped
+    assert monitor.should_stop and "L3.nonfinite-values" in monitor.stop_reason
+    assert "root layer 3" in monitor.stop_reason
+    assert monitor.write() == str(tmp_path / "stabdiag_diagnosis.json")
+    written = json.loads((tmp_path / "stabdiag_diagnosis.json").read_text())
+    assert written["stopped"] and written["stop_step"] == stopped
+    assert written["report"]["runs"][0]["root_layer"] == 3
+
+
+def test_monitor_does_not_stop_a_healthy_loop_and_returns_new_findings_only():
+    monitor = Monitor(check_every=10)
+    assert _loop(monitor, 300) == 300 and not monitor.should_stop
+    assert monitor.checks == 29 and monitor.diagnosis.verdict == "pass"
+    failing = Monitor(check_every=10, stop_on=None)                  # never stops: reports only
+    _loop(failing, 200, nan_from=120)
+    assert not failing.should_stop
+    assert [e.finding for e in failing.events if e.event == "finding"] == ["L3.nonfinite-values"]
+
+
+def test_monitor_stops_only_on_chosen_layers():
+    monitor = Monitor(check_every=10, stop_layers=(1, 2))
+    assert _loop(monitor, 200, nan_from=120) == 200                  # a layer-3 finding does not stop it
+    assert any(f.layer == 3 for f in monitor.diagnosis.findings)
+
+
+def test_max_overhead_spaces_checks_by_their_cost(monkeypatch):
+    import stabdiag.engine
+
+    clock = [0.0]
+    real = stabdiag.engine.diagnose
+
+    def slow_diagnose(*args, **kwargs):  # each judgement takes 1 s of the fake clock
+        clock[0] += 1.0
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stabdiag.engine, "diagnose", slow_diagnose)
+    monitor = Monitor(check_every=1, max_overhead=0.01)
+    monitor._clock = lambda: clock[0]
+    monitor._checked_at = 0.0
+    for step in range(1, 401):
+        clock[0] += 0.5                  # a step takes 0.5 s: 200 s of training
+        monitor.log(step, {"loss": 1.0})
+    assert 1 <= monitor.checks <= 3      # 1% of 200 s is 2 s: two checks of 1 s (a third may start)
+
+
+@pytest.mark.parametrize("kwargs, word", [({"check_every": 0}, "check_every"), ({"stop_on": "error"}, "stop_on"),
+                                          ({"max_overhead": 2.0}, "max_overhead"),
+                                          ({"stop_layers": (5,)}, "stop_layers"), ({"select": ["L9"]}, "L9")])
+def test_monitor_refuses_bad_settings(kwargs, word):
+    with pytest.raises(ConfigError, match=word):
+        Monitor(**kwargs)
+
+
+# --- a real tiny HF Trainer run on CPU ----------------------------------------------------------------------
+
+def _hf_run(tmp_path, jump_at: int | None, caplog):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("accelerate")
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from stabdiag.integrations import StabdiagCallback
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 1)
+
+        def forward(self, x, labels=None):
+            pred = self.lin(x).squeeze(-1)
+            return {"loss": ((pred - labels) ** 2).mean(), "logits": pred}
+
+    class LearningRateJump(TrainerCallback):          # the injected failure: lr 0.02 -> 50 at `jump_at`
+        def on_step_begin(self, args, state, control, optimizer=None, **kwargs):
+            if jump_at is not None and state.global_step >= jump_at:
+                for group in optimizer.param_groups:
+                    group["lr"] = 50.0
+
+    torch.manual_seed(0)
+    w = torch.randn(8)
+    xs = torch.randn(2000, 8)
+    ys = xs @ w + 0.1 * torch.randn(2000)
+    data = [{"x": x, "labels": y} for x, y in zip(xs, ys)]
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=100, logging_steps=1, learning_rate=0.02,
+                             optim="sgd", lr_scheduler_type="constant", per_device_train_batch_size=16,
+                             report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True)
+    callback = StabdiagCallback(check_every=5)
+    trainer = Trainer(model=Tiny(), args=args, train_dataset=data, callbacks=[callback, LearningRateJump()])
+    with caplog.at_level(logging.WARNING, logger="stabdiag"):
+        trainer.train()
+    return trainer, callback, json.loads((tmp_path / "stabdiag_diagnosis.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_hf_trainer_with_a_learning_rate_jump_is_stopped_within_n_steps(tmp_path, caplog):
+    trainer, callback, written = _hf_run(tmp_path, 40, caplog)
+    stopped = trainer.state.global_step
+    assert 40 < stopped <= 40 + 10, stopped                # check_every 5: found and stopped within 10 steps
+    assert written["stopped"] and written["stop_step"] == stopped
+    assert "layer 3" in written["stop_reason"] and written["report"]["runs"][0]["root_layer"] == 3
+    assert any("stopping training" in r.getMessage() and "L3." in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_healthy_hf_trainer_run_is_not_stopped(tmp_path, caplog):
+    trainer, callback, written = _hf_run(tmp_path, None, caplog)
+    assert trainer.state.global_step == 100 and not written["stopped"] and written["stop_reason"] is None
+    assert written["report"]["runs"][0]["verdict"] == "pass"
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_lightning_callback_stops_a_diverging_run(tmp_path):
+    torch = pytest.importorskip("torch")
+    L = pytest.importorskip("lightning")
+
+    from stabdiag.integrations import StabdiagLightningCallback
+
+    class Tiny(L.LightningModule):
+        def __init__(self, jump_at):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 1)
+            self.jump_at = jump_at
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = ((self.lin(x).squeeze(-1) - y) ** 2).mean()
+            self.log("train/loss", loss, on_step=True, on_epoch=False)
+            return loss
+
+        def on_train_batch_start(self, batch, batch_idx):
+            if self.jump_at is not None and self.global_step >= self.jump_at:
+                for group in self.optimizers().optimizer.param_groups:
+                    group["lr"] = 50.0
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.02)
+
+    torch.manual_seed(0)
+    xs = torch.randn(2000, 8)
+    ys = xs @ torch.randn(8) + 0.1 * torch.randn(2000)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xs, ys), batch_size=16)
+    results = {}
+    for jump_at in (40, None):
+        callback = StabdiagLightningCallback(check_every=5)
+        trainer = L.Trainer(max_steps=100, accelerator="cpu", logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False, enable_model_summary=False,
+                            default_root_dir=str(tmp_path / str(jump_at)), callbacks=[callback])
+        trainer.fit(Tiny(jump_at), loader)
+        results[jump_at] = (trainer.global_step, callback.monitor)
+    stopped, monitor = results[40]
+    assert 40 < stopped <= 50 and monitor.should_stop, (stopped, monitor.stop_reason)
+    assert json.loads((tmp_path / "40" / "stabdiag_diagnosis.json").read_text())["stopped"]
+    assert results[None][0] == 100 and not results[None][1].should_stop

@@ -151,7 +151,7 @@ def measure(task: str, path: str, repeat: int) -> tuple[float, float]:
             proc.returncode = os.waitstatus_to_exitcode(status)
             err = proc.stderr.read().decode(errors="replace")
             proc.stderr.close()
-            if proc.returncode not in (0, 1) or not os.path.exists(out):
+            if proc.returncode not in (0, 1, 3) or not os.path.exists(out):
                 raise SystemExit(f"{task} {path} failed ({proc.returncode}):\n{err[-2000:]}")
             cpus.append(usage.ru_utime + usage.ru_stime)
             with open(out) as fh:

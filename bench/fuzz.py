@@ -12,11 +12,11 @@ memory limit (RLIMIT_AS).  What is counted, and must stay at zero:
 
     internal error    `error: internal error: ...` (an exception the library did not expect)
     traceback         a Python traceback in the output
-    wrong exit code   not 0/1/2; 2 without exactly one `error:` line; 0/1 with one
+    wrong exit code   not 0/1/2/3; 2 without exactly one `error:` line; 0/1/3 with one
     unnamed error     an `error:` line that does not name the input (a path under the case's folder)
     stray stderr      a stderr line that is not `error:` / `warning:` (e.g. a numpy RuntimeWarning)
     warning leak      a Python warning that reached the warnings machinery (it would print to stderr)
-    bad output        exit 0/1 with --format json and stdout that is not a JSON document
+    bad output        exit 0/1/3 with --format json and stdout that is not a JSON document
     bad steps         a loaded series whose steps are not strictly increasing int64 values
     timeout, memory, crash   the time or memory limit hit, or the worker died
 

@@ -175,7 +175,7 @@ def classify(case: Case, base: Path, code, stdout: str, stderr: str, caught: lis
         problems.append("internal error")
     if _TRACEBACK.search(stdout + "\n" + stderr) or code == "exception":
         problems.append("traceback")
-    if code not in (0, 1, 2) or (code == 2 and len(errors) != 1) or (code in (0, 1) and errors):
+    if code not in (0, 1, 2, 3) or (code == 2 and len(errors) != 1) or (code in (0, 1, 3) and errors):
         problems.append("wrong exit code")
     stray = [line for line in lines if line.strip() and not line.startswith(("error:", "warning:", "baseline:"))]
     if stray and "traceback" not in problems:
@@ -188,7 +188,7 @@ def classify(case: Case, base: Path, code, stdout: str, stderr: str, caught: lis
             problems.append("unnamed error")
         located = bool(_LOCATED.search(errors[0].split(str(base), 1)[-1]))
     fmt = case.args[case.args.index("--format") + 1]
-    if code in (0, 1) and fmt == "json" and "--output" not in case.args:
+    if code in (0, 1, 3) and fmt == "json" and "--output" not in case.args:
         try:
             json.loads(stdout)
         except ValueError:

@@ -84,7 +84,7 @@ def _run(argv: list[str], env: dict, peak_file: Path | None = None) -> tuple[flo
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
+    if code not in (0, 1, 3):
         raise SystemExit(f"{' '.join(argv[:3])} ... exited {code}: {err.decode()[-2000:]}")
     peak = float(peak_file.read_text()) / 1024 if peak_file is not None else math.nan
     return usage.ru_utime + usage.ru_stime, peak

@@ -46,14 +46,51 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-def load(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, split_sources: bool = False,
-         **options) -> list[Run]:
+def load(source, *, split_sources: bool = False, **options) -> list[Run]:
     """Every training run found under one or more paths or URIs (format sniffed per file; the files of
     one run, such as an HF output dir's events, trainer_state.json and console log, merged into one Run).
-    `split_sources=True` gives every source its own Run instead."""
-    from .assemble import load as _load
+    `split_sources=True` gives every source its own Run instead.
 
-    return _load(source, split_sources=split_sources, **options)
+    A source may also be a pandas DataFrame (steps from a `step` column, else the index; `name=` names
+    the run, `nan="missing"` reads NaN cells as not logged) or a run object of W&B's public API
+    (`wandb.Api().run("entity/project/id")`), read at full resolution as its wandb:// URI is."""
+    from .frames import is_frame
+
+    items = [source] if isinstance(source, (str, os.PathLike)) or not isinstance(source, Sequence) else source
+    runs: list[Run] = []
+    paths: list = []
+
+    def flush() -> None:
+        if paths:
+            from .assemble import load as _load
+
+            runs.extend(_load(list(paths), split_sources=split_sources,
+                              **{k: v for k, v in options.items() if k not in ("name", "nan")}))
+            paths.clear()
+
+    for item in items:
+        if is_frame(item):
+            from .frames import run_from_frame
+
+            flush()
+            runs.append(run_from_frame(item, name=options.get("name", "dataframe"),
+                                       step_col=options.get("step_col"), nan=options.get("nan", "value")))
+        elif not isinstance(item, (str, os.PathLike)) and _is_api_run(item):
+            from .loaders.wandb._online import load_api_run
+
+            flush()
+            runs.append(load_api_run(item, **{k: v for k, v in options.items() if k in ("refresh", "step_col",
+                                                                                         "progress")}))
+        else:
+            paths.append(item)
+    flush()
+    return runs
+
+
+def _is_api_run(obj) -> bool:
+    from .loaders.wandb._online import is_api_run
+
+    return is_api_run(obj)
 
 
 def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[str] | None = None,
@@ -69,7 +106,7 @@ def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[st
 
 
 def render(diagnoses: Diagnosis | list[Diagnosis], format: str = "terminal", **options) -> str:
-    """Render one or more diagnoses: 'terminal', 'json', 'markdown', 'junit' or 'github'."""
+    """Render one or more diagnoses: 'terminal', 'json', 'markdown', 'junit', 'github' or 'html'."""
     from .diagnosis import Diagnosis
     from .report import render as _render
 

@@ -1,6 +1,8 @@
 """The `stabdiag` command: thin — parse options, call the library, pick a reporter, set the exit code.
 
-Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 a usage, input, config or rule error.
+Exit codes (as pytest's): 0 nothing at or above --fail-on, 1 something is, 2 a usage, input, config or
+rule error, 3 a run nothing could be judged on (--allow-unknown: 0).  --debug adds tracebacks, never
+changes a code.
 """
 
 from __future__ import annotations
@@ -51,6 +53,28 @@ def _defer_coercion(params) -> None:
     for param in params:     # typer before 0.2x has neither attribute: click types, nothing to defer
         if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
             param._runtime_param = _LazyCoercion(param.type_descriptor)
+        _readable_metavar(param)
+
+
+# What the help shows after an option, instead of the Python type typer would show (`<list[str]>`).
+_METAVARS = {"paths": "PATH", "format": "FORMAT", "output": "FILE", "fail_on": "warn|fail", "mapping": "SIGNAL=KEY",
+             "select": "RULE", "ignore": "RULE", "params": "RULE.NAME=VALUE", "with_files": "FILE",
+             "rules_dir": "DIR", "baseline": "RUN", "config": "FILE", "step_col": "NAME", "gpus": "N",
+             "gpu_hour_cost": "PRICE", "jobs": "N", "color": "auto|always|never", "rule_id": "RULE", "name": "NAME",
+             "since": "AGE", "tags": "TAG", "state": "STATE", "which": "REPORT"}
+
+
+def _readable_metavar(param) -> None:
+    """A flag shows no type at all; any other parameter a word for what it takes (PATH, RULE, N, FILE)."""
+    if not hasattr(param, "display_type_rich"):
+        return
+    if getattr(param, "is_flag", False) or getattr(param, "is_bool_flag", False):
+        param.display_type_rich = lambda ctx: None
+        return
+    if param.metavar is None:
+        param.metavar = _METAVARS.get(param.name or "", (param.name or "value").upper())
+    if param.param_type_name == "argument":     # its name says what it takes: no type column beside it
+        param.display_type_rich = lambda ctx: None
 
 
 class _DeferredCoercion:
@@ -74,11 +98,14 @@ class _Group(_DeferredCoercion, TyperGroup):
     pass
 
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, cls=_Group,
+_HELP = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False, cls=_Group,
+                  context_settings=_HELP,
                   help="Which layer of a training run failed first, the evidence, and what to check first.")
-rules_app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Group, help="List and explain the rules.")
+rules_app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Group, context_settings=_HELP,
+                        help="List and explain the rules.")
 app.add_typer(rules_app, name="rules")
-methods_app = typer.Typer(add_completion=False, cls=_Group,
+methods_app = typer.Typer(add_completion=False, cls=_Group, context_settings=_HELP,
                           help="The stability methods and the layer each acts on.")
 app.add_typer(methods_app, name="methods")
 app.add_typer(probe_app, name="probe", help="Recompute logprobs with the training-side model and measure "
@@ -103,7 +130,8 @@ def _choice(flag: str, value: str, allowed: tuple[str, ...]) -> str:
 def _guarded(fn, debug: bool = False) -> None:
     """Run a command body; library errors become one `error:` line and exit code 2.  numpy's warnings
     about arithmetic on Inf and NaN (evidence in a metric, reported as findings) stay off stderr
-    unless --debug."""
+    unless --debug.  --debug prints the traceback as well, and exits with the same code as without it:
+    a CI job rerun with --debug to see why must not turn red or green because of it."""
     try:
         with warnings.catch_warnings():
             if not debug:
@@ -112,8 +140,7 @@ def _guarded(fn, debug: bool = False) -> None:
     except _Exit as done:
         raise typer.Exit(done.code) from None
     except StabdiagError as exc:
-        if debug:
-            raise
+        _traceback(debug)
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
@@ -125,11 +152,38 @@ def _guarded(fn, debug: bool = False) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(0) from None
     except Exception as exc:  # an internal error still gets one line; --debug shows the traceback
-        if debug:
-            raise
+        _traceback(debug)
         print(f"error: internal error: {type(exc).__name__}: {exc}; rerun with --debug and report it",
               file=sys.stderr)
         raise typer.Exit(2) from None
+
+
+def _traceback(debug: bool) -> None:
+    """With --debug, the traceback of the exception being handled, on stderr, before its `error:` line."""
+    if debug:
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+
+
+def _color(when: str) -> bool:
+    """--color always|never, or auto: FORCE_COLOR (set, not 0) forces it, NO_COLOR (set) stops it, else
+    colour exactly when stdout is a terminal (https://no-color.org, https://force-color.org)."""
+    _choice("--color", when, ("auto", "always", "never"))
+    if when != "auto":
+        return when == "always"
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+def _width() -> int:
+    """The report's width: COLUMNS when set (as a terminal or a CI job sets it), else the terminal's,
+    else 100 (a pipe or a file)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 40:
+        return int(columns)
+    return shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
 
 
 def _version(value: bool) -> None:
@@ -185,12 +239,11 @@ def _check_file_map(settings, run) -> None:
 
 def _diagnose_run(run, rules, settings, cost: dict | None = None):
     """One run diagnosed under the settings; `cost` carries --gpus / --gpu-hour-cost for the cost estimate."""
-    from .engine import diagnose
+    from .selection import diagnose_selected
 
     _check_file_map(settings, run)
-    return diagnose(run, rules=rules, mapping=settings.map, select=list(settings.select),
-                    ignore=list(settings.ignore), params=settings.params, guess=not settings.no_guess,
-                    **(cost or {}))
+    return diagnose_selected(run, rules, select=settings.select, ignore=settings.ignore, mapping=settings.map,
+                             params=settings.params, guess=not settings.no_guess, **(cost or {}))
 
 
 def _diagnose_all(runs, rules, settings):
@@ -519,11 +572,13 @@ def _with_comparisons(text: str, fmt: str, comparisons) -> str:
 @app.command(cls=_Command)
 def check(
     paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
-    format: str = typer.Option("terminal", "--format", "-f",
-                               help="terminal, json, junit, markdown or github (annotations)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o",
-                                         help="Write the --format report to FILE; the terminal report "
-                                              "still prints."),
+    format: Optional[str] = typer.Option(None, "--format", "-f", metavar="FORMAT",
+                                         help="What stdout gets: terminal (default), json, junit, markdown, "
+                                              "html or github (annotations)."),
+    output: list[str] = typer.Option([], "--output", "-o", metavar="FILE",
+                                     help="Also write a report to FILE, in the format its extension names "
+                                          "(.json, .xml JUnit, .md, .html, .txt); repeat for several, "
+                                          "all from one read."),
     fail_on: Optional[str] = typer.Option(None, "--fail-on",
                                           help="Exit 1 on findings at or above: warn or fail "
                                                "(default: fail, or the config file's)."),
@@ -536,7 +591,15 @@ def check(
                                                             "(e.g. drift.csv from stabdiag probe)."),
     rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A baseline run (e.g. before a fix): "
-                                                                    "per layer, what changed."),
+                                                                    "per layer, what changed; last-pass: each "
+                                                                    "selected run against the newest passing "
+                                                                    "run before it."),
+    since: Optional[str] = typer.Option(None, "--since", help="With a project (wandb://ENTITY/PROJECT): "
+                                                              "only runs created within AGE (24h, 7d)."),
+    tags: list[str] = typer.Option([], "--tag", help="With a project: only runs with this tag (repeat: all "
+                                                     "of them)."),
+    state: Optional[str] = typer.Option(None, "--state", help="With a project: only runs in this state "
+                                                              "(finished, crashed, failed, running)."),
     config: Optional[str] = typer.Option(None, "--config", help="Config file (stabdiag.toml or "
                                                                 "pyproject.toml) instead of the one found."),
     show_settings: bool = typer.Option(False, "--show-settings", help="Print the resolved settings and "
@@ -547,7 +610,7 @@ def check(
                                                                      "W&B run, trainer_state.json, console "
                                                                      "log) as a run of its own."),
     allow_unknown: bool = typer.Option(False, "--allow-unknown", help="Exit 0 for a run nothing could be "
-                                                                      "judged on (default: such a run exits 1)."),
+                                                                      "judged on (default: such a run exits 3)."),
     no_guess: bool = typer.Option(False, "--no-guess", help=_NO_GUESS_HELP),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs the run used, for the cost estimate "
                                                                    "(default: the run's config, where it says)."),
@@ -557,19 +620,30 @@ def check(
     jobs: Optional[str] = typer.Option(None, "--jobs", "-j", metavar="N",
                                        help="Check a tree of runs with N worker processes (default: the usable "
                                             "cores, or the config's jobs; 1 checks one run at a time)."),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks (checks one run at a time)."),
+    color_when: str = typer.Option("auto", "--color", metavar="auto|always|never",
+                                   help="Colour on stdout: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces "
+                                        "it), always or never."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every run's full view (the four-layer table, "
+                                                                "sparklines, all findings)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="The table of runs alone, one line per run."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks (checks one run at a time; the exit "
+                                                      "code stays the same)."),
 ) -> None:
     """Diagnose runs: which layer failed first, the evidence, what to check first."""
     def body() -> None:
         from .config import parse_jobs
         from .report import FORMATS, render
-        from .rules import select_rules
+        from .report.outputs import WITH_TRENDS, plan
+        from .selection import choose
 
-        fmt = _choice("--format", format, FORMATS)
+        fmt = _choice("--format", format or "terminal", FORMATS)
+        last_pass = baseline == "last-pass"
+        for target in output:        # the inputs are read-only: said before anything else about a target
+            _refuse_to_overwrite("--output", target, [*paths, *with_files, None if last_pass else baseline])
+        outputs = plan(output, format)
         if fail_on is not None:
             _choice("--fail-on", fail_on, FAIL_ON)
         workers = parse_jobs(jobs, "--jobs") if jobs is not None else None
-        _refuse_to_overwrite("--output", output, [*paths, *with_files, baseline])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                     "fail-on": fail_on, "allow-unknown": allow_unknown,
                                                     "no-guess": no_guess, "map": mapping, "param": params,
@@ -577,42 +651,49 @@ def check(
         if show_settings:
             sys.stdout.write(settings.show())
             return
-        terminal = fmt == "terminal" or output is not None
-        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+        if verbose and quiet:
+            raise ConfigError("--verbose and --quiet: give one of them")
+        view = "full" if verbose else "quiet" if quiet else "auto"
+        terminal = fmt == "terminal"
+        color, width = _color(color_when), _width()
         job = _Job(rules, settings, {"step_col": step_col, "progress": terminal, "refresh": refresh},
-                   trends=fmt in ("terminal", "markdown") or terminal,
+                   trends=any(f in WITH_TRENDS for f in (fmt, *(o.format for o in outputs))),
                    cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug,
-                   drawing={"width": width, "color": color} if terminal else None)
-        checked, not_read = _check_runs(paths, with_files, job, jobs=settings.jobs, split_sources=split_sources)
+                   drawing={"width": width, "color": color, "shared": True} if terminal and verbose else None)
+        from . import nightly
+
+        selected, groups = nightly.expand(list(paths), nightly.filters(since, tags, state))
+        if last_pass and not groups:
+            raise ConfigError("--baseline last-pass: compares the runs of a selection; give a project, e.g. "
+                              "wandb://ENTITY/PROJECT --since 7d")
+        checked, not_read = _check_runs(selected, with_files, job, jobs=settings.jobs,
+                                       split_sources=split_sources)
         diagnoses = [outcome.diagnosis for outcome in checked]
         comparisons = []
         if baseline is not None:
             from .baseline import compare
 
-            before = _baseline(baseline, with_files, step_col, rules, settings)
-            comparisons = [compare(before, d) for d in diagnoses]
-        chosen = select_rules(rules, list(settings.select), list(settings.ignore))
+            if last_pass:
+                comparisons = [compare(before, d) for before, d in nightly.last_pass(diagnoses, groups)]
+            else:
+                before = _baseline(baseline, with_files, step_col, rules, settings)
+                comparisons = [compare(before, d) for d in diagnoses]
+        chosen, _ = choose(rules, settings.select, settings.ignore)
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
-                   "settings": settings, "not_read": tuple(not_read)}
-        if output is not None:
-            report = render(diagnoses, fmt, width=100, color=False, **options)
-            _write(output, _with_comparisons(report, fmt, comparisons))
-        if terminal:
-            report = render(diagnoses, "terminal", width=width, color=color,
-                            drawn=[outcome.drawn for outcome in checked], **options)
-            sys.stdout.write(_with_comparisons(report, "terminal", comparisons))
-        else:
-            sys.stdout.write(_with_comparisons(render(diagnoses, fmt, **options), fmt, comparisons))
-            if fmt == "junit":
-                for c in comparisons:
-                    print(f"baseline: {c.summary}", file=sys.stderr)
-        if not terminal:
-            for diag in diagnoses:
-                for note in diag.notes:
-                    print(f"warning: {diag.run}: {note}", file=sys.stderr)
-        code = max((d.exit_code(settings.fail_on, allow_unknown=settings.allow_unknown) for d in diagnoses),
-                   default=0)
+                   "settings": settings, "view": view, "not_read": tuple(not_read)}
+        drawn = [outcome.drawn for outcome in checked]
+        for target, target_fmt in outputs:       # files: no colour, 100 columns, the stdout parts when alike
+            same = terminal and width == 100 and not color
+            report = render(diagnoses, target_fmt, width=100, color=False, drawn=drawn if same else None, **options)
+            _write(target, _with_comparisons(report, target_fmt, comparisons))
+        report = render(diagnoses, fmt, width=width, color=color, drawn=drawn if terminal else None, **options)
+        sys.stdout.write(_with_comparisons(report, fmt, comparisons))
+        if fmt == "junit":
+            for c in comparisons:
+                print(f"baseline: {c.summary}", file=sys.stderr)
+        from .diagnosis import exit_code_of
+
+        code = exit_code_of(diagnoses, settings.fail_on, allow_unknown=settings.allow_unknown)
         raise _Exit(0 if exit_zero else code)
 
     _guarded(body, debug)
@@ -646,6 +727,9 @@ def plot(
         from .plot import plot as draw
 
         suffix = Path(output).suffix.lstrip(".").lower() if output else ""
+        if suffix and suffix not in FORMATS and not Path(output).is_dir():
+            raise ConfigError(f"-o {output}: stabdiag plot writes {' or '.join(FORMATS)}; name the file "
+                              f"{' or '.join('.' + f for f in FORMATS)}, or give a folder")
         fmt = _choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
         _refuse_to_overwrite("--output", output, [*paths, *with_files])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
@@ -695,6 +779,18 @@ def signals(
         sys.stdout.write(render_signals(resolved, fmt))
 
     _guarded(body, debug)
+
+
+@app.command(cls=_Command)
+def schema(which: str = typer.Argument("check", metavar="REPORT",
+                                       help="check (the check --format json report) or signals.")) -> None:
+    """Print the JSON Schema (draft 2020-12) of a JSON report; its version is the report's schema_version."""
+    def body() -> None:
+        from .schema import SCHEMAS
+
+        print(json.dumps(SCHEMAS[_choice("schema", which, tuple(SCHEMAS))](), indent=2))
+
+    _guarded(body)
 
 
 @app.command(cls=_Command)

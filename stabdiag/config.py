@@ -67,7 +67,7 @@ class Settings:
     ignore: tuple[str, ...] = ()
     params: dict[str, dict[str, float]] = field(default_factory=dict)
     fail_on: str = "fail"
-    allow_unknown: bool = False         # exit 0 for a run nothing could be judged on (default: exit 1)
+    allow_unknown: bool = False         # exit 0 for a run nothing could be judged on (default: exit 3)
     no_guess: bool = False              # read only --map and the alias table: no signal guessed from names
     rules: tuple[str, ...] = ()
     origin: dict[str, str] = field(default_factory=dict)   # key -> "default" | file | flag
@@ -275,14 +275,12 @@ def _check_signals(cfg: ConfigFile, table: dict) -> None:
             raise cfg.error(f"map.{signal}", f"unknown signal '{signal}'{hint}")
 
 
-def check_selectors(selectors: tuple[str, ...], rules: tuple[Rule, ...], where: str) -> None:
-    """Every --select/--ignore entry must name a rule, an alias, or a prefix of one (L1, L3.loss-spike)."""
-    names = [name for rule in rules for name in (rule.id, *rule.aliases)]
-    for selector in selectors:
-        if not any(name == selector or name.startswith(selector + ".") for name in names):
-            close = difflib.get_close_matches(selector, names, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ConfigError(f"{where}: unknown rule id or prefix '{selector}'{hint}")
+def check_selectors(selectors: tuple[str, ...], rules: tuple[Rule, ...], where: str) -> tuple[str, ...]:
+    """Every --select/--ignore entry must name a rule, an alias, or a prefix of one (L1, L3.grad-norm), in
+    any case, comma lists split; returns them as the rules spell them."""
+    from .selection import canonical
+
+    return canonical(selectors, rules, where)
 
 
 def check_param(rule_id: str, name: str, value: object, rules: tuple[Rule, ...], where: str) -> tuple[str, float]:
@@ -359,10 +357,11 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     if fail_on not in FAIL_ON:
         raise ConfigError(f"--fail-on: expected one of {', '.join(FAIL_ON)}; got {fail_on!r}")
     rules = load_rules(list(merged["rules"]))
-    select, ignore = tuple(merged["select"]), tuple(merged["ignore"])
-    for key, selectors in (("select", select), ("ignore", ignore)):
+    chosen: dict[str, tuple[str, ...]] = {}
+    for key in ("select", "ignore"):
         where = FLAGS[key] if origin[key].startswith("flag") else f"{where_file}: {key}"
-        check_selectors(selectors, rules, where)
+        chosen[key] = check_selectors(tuple(merged[key]), rules, where)
+    select, ignore = chosen["select"], chosen["ignore"]
     mapping = dict(file_values.get("map", {}))
     map_origin = {signal: f"{where_file}: map.{signal}" for signal in mapping}
     for signal, key in dict(flags.get("map") or {}).items():

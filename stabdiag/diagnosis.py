@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = "2.0"   # 2.0: verdict "unknown", not-judged reasons, ending-free; see README "JSON"
+SCHEMA_VERSION = "2.1"   # 2.0: verdict "unknown", not-judged reasons; 2.1: what a selection ignored, the
+                         # layer status "ignored", verdict_text.  The schema: stabdiag/schema.py
 
 
 class Status(str, Enum):
@@ -17,9 +18,13 @@ class Status(str, Enum):
     WARN = "warn"
     FAIL = "fail"
     UNKNOWN = "unknown"
+    IGNORED = "ignored"         # every rule of the layer was left out by --select / --ignore
 
 
 SEVERITY_RANK = {"pass": 0, "warn": 1, "fail": 2}
+
+# Exit codes, as pytest's: 0 clean, 1 findings, 2 usage or input error, 3 nothing could be judged.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_NOT_JUDGED = 0, 1, 2, 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +160,9 @@ class Diagnosis:
     signal_sources: dict[str, str] = field(default_factory=dict)   # signal -> the file it was read from
     guessed: dict[str, str] = field(default_factory=dict)   # signal -> key, for signals guessed from names
     trends: tuple[Trend, ...] = field(default=(), compare=False)   # display only; not in to_dict()
+    ignored: tuple[str, ...] = ()           # rule ids the selection (--select / --ignore) left out
+    ignored_layers: tuple[int, ...] = ()    # layers all of whose rules were left out
+    ignored_findings: tuple[Finding, ...] = ()   # what the left-out rules would have found
 
     @property
     def verdict(self) -> str:
@@ -165,16 +173,54 @@ class Diagnosis:
             return "unknown"
         return {0: "pass", 1: "warn", 2: "fail"}[worst]
 
+    def ignored_text(self) -> str:
+        """What the selection left out, as a reader takes it in: "L1 and L3", "L3.grad-norm-spike",
+        "L1 and 3 L3 rules"; empty when nothing was."""
+        parts = [f"L{n}" for n in self.ignored_layers]
+        for layer in sorted({int(rid[1]) for rid in self.ignored} - set(self.ignored_layers)):
+            ids = [rid for rid in self.ignored if int(rid[1]) == layer]
+            parts += ids if len(ids) <= 2 else [f"{len(ids)} L{layer} rules"]
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
+
+    def verdict_text(self) -> str:
+        """The verdict, never a bare pass when rules were left out: "pass, L1 and L3 ignored (ignored
+        rules would fire: L3.nonfinite-values fail)"."""
+        left_out = self.ignored_text()
+        if not left_out:
+            return self.verdict
+        text = f"{self.verdict}, {left_out} ignored"
+        if self.ignored_findings:
+            fired = ", ".join(f"{f.rule} {f.severity}" for f in self.ignored_findings)
+            text += f" (ignored rules would fire: {fired})"
+        return text
+
     def root_findings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.layer == self.root_layer and not f.downstream)
 
     def exit_code(self, fail_on: str = "fail", *, allow_unknown: bool = False) -> int:
-        """1 when a finding is at or above `fail_on` ('warn' or 'fail'), or when nothing could be judged
-        (verdict unknown) unless `allow_unknown`; else 0.  A CI gate must not pass a run it never read."""
+        """EXIT_FINDINGS when a finding is at or above `fail_on` ('warn' or 'fail'); EXIT_NOT_JUDGED when
+        nothing could be judged (verdict unknown) unless `allow_unknown`; else EXIT_CLEAN.  A CI gate must
+        not pass a run it never read, nor call it failing: "not judged" is its own answer."""
         bar = SEVERITY_RANK[fail_on]
         if any(SEVERITY_RANK[f.severity] >= bar for f in self.findings):
-            return 1
-        return int(self.verdict == "unknown" and not allow_unknown)
+            return EXIT_FINDINGS
+        if self.verdict == "unknown" and not allow_unknown:
+            return EXIT_NOT_JUDGED
+        return EXIT_CLEAN
+
+    def to_frame(self):
+        """The findings as a pandas DataFrame, one row per finding (run, rule, layer, severity, root,
+        downstream, explained_by, start_step, end_step, title, message)."""
+        from .frames import diagnosis_to_frame
+
+        return diagnosis_to_frame(self)
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the diagnosis as the HTML report's section for the run, timeline included
+        when trends are attached (`stabdiag.report.sparkline.with_trends`)."""
+        from .report.html import render_one
+
+        return render_one(self)
 
     def to_dict(self) -> dict:
         return {"run": self.run, "verdict": self.verdict, "root_layer": self.root_layer,
@@ -189,7 +235,20 @@ class Diagnosis:
                 "methods": [m.to_dict() for m in self.methods], "methods_advice": self.methods_advice,
                 "resumed": self.resumed,
                 "first_nonfinite_step": self.first_nonfinite_step,
-                "steps": list(self.steps) if self.steps else None, "notes": list(self.notes)}
+                "steps": list(self.steps) if self.steps else None, "notes": list(self.notes),
+                "verdict_text": self.verdict_text(), "ignored": list(self.ignored),
+                "ignored_layers": list(self.ignored_layers),
+                "ignored_findings": [f.to_dict() for f in self.ignored_findings]}
+
+
+def exit_code_of(diagnoses, fail_on: str = "fail", *, allow_unknown: bool = False) -> int:
+    """The exit code of a check of several runs: findings (1) outrank runs never judged (3), which
+    outrank clean runs (0); no run at all is clean."""
+    codes = {d.exit_code(fail_on, allow_unknown=allow_unknown) for d in diagnoses}
+    for code in (EXIT_FINDINGS, EXIT_NOT_JUDGED):
+        if code in codes:
+            return code
+    return EXIT_CLEAN
 
 
 def report_dict(diagnoses: list[Diagnosis], version: str) -> dict:

@@ -26,7 +26,8 @@ from .run import Run
 
 FORMATS = ("png", "svg")
 _SEVERITY_COLOR = {"fail": "#d62728", "warn": "#ff9f1a"}
-_STATUS_COLOR = {"pass": "#2ca02c", "warn": "#e08a00", "fail": "#d62728", "unknown": "#7f7f7f"}
+_STATUS_COLOR = {"pass": "#2ca02c", "warn": "#e08a00", "fail": "#d62728", "unknown": "#7f7f7f",
+                 "ignored": "#7f7f7f"}
 # per panel: (left-axis signals, twin-axis signals, log scale)
 PANELS = {
     1: (("reward", "eval:*", "zero_std_frac"), ("response_length",), False),
@@ -173,11 +174,18 @@ def plot(run: Run, diagnosis: Diagnosis, out_path: str | os.PathLike[str] | None
     if format not in FORMATS:
         raise ConfigError(f"--format: expected one of {', '.join(FORMATS)}; got {format!r}")
     signals = resolve(run, mapping, guess=bool(diagnosis.guessed))   # the signals the diagnosis read
-    present = [bool(_pick(signals, PANELS[layer][0] + PANELS[layer][1])) for layer in range(1, 5)]
-    fig = Figure(figsize=(12, 10), layout="constrained")
-    axes = fig.subplots(4, 1, sharex=True, height_ratios=[1.0 if p else 0.35 for p in present])
-    for layer, ax in zip(range(1, 5), axes):
+    present = {layer: bool(_pick(signals, PANELS[layer][0] + PANELS[layer][1])) for layer in range(1, 5)}
+    layers = panel_layers(diagnosis.kind, present)
+    fig = Figure(figsize=(12, 10 if len(layers) == 4 else 1.5 + 2.4 * len(layers)), layout="constrained")
+    axes = fig.subplots(len(layers), 1, sharex=True, squeeze=False,
+                        height_ratios=[1.0 if present[layer] else 0.35 for layer in layers])[:, 0]
+    for layer, ax in zip(layers, axes):
         _panel(ax, layer, signals, diagnosis)
+    left_out = [layer for layer in range(1, 5) if layer not in layers]
+    if left_out:
+        names = ", ".join(f"{layer} ({LAYER_NAMES[layer]})" for layer in left_out)
+        fig.supxlabel(f"not drawn: layer {names} - this {diagnosis.kind.upper()} run logged no signal there",
+                      fontsize=8, color=_STATUS_COLOR["unknown"], x=0.01, ha="left")
     nonfinite = diagnosis.first_nonfinite_step
     if diagnosis.steps:
         axes[-1].set_xlim(diagnosis.steps[0], diagnosis.steps[1])
@@ -200,6 +208,17 @@ def plot(run: Run, diagnosis: Diagnosis, out_path: str | os.PathLike[str] | None
         except OSError as exc:
             raise ConfigError(f"-o {out_path}: cannot write the plot ({exc.strerror or exc})") from None
     return fig
+
+
+def panel_layers(kind: str, present: dict[int, bool]) -> list[int]:
+    """The layers that get a panel.  An RL run keeps all four: an empty panel says what to start logging
+    for a layer its checklist reads.  A supervised run (SFT, pretraining) has no reward, KL or rollout
+    logprobs, so only the layers it logged signals for are drawn."""
+    if kind == "sft":
+        drawn = [layer for layer in range(1, 5) if present.get(layer)]
+        if drawn:
+            return drawn
+    return [1, 2, 3, 4]
 
 
 def default_name(run_name: str, format: str) -> str:

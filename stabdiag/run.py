@@ -216,6 +216,13 @@ class Run:
     def keys(self) -> list[str]:
         return list(self.series)
 
+    def to_frame(self):
+        """The run as a wide pandas DataFrame: one row per step (the index, `step`), one column per
+        metric key, NaN where the key was not logged at that step."""
+        from .frames import run_to_frame
+
+        return run_to_frame(self)
+
     def with_series(self, extra: dict[str, Series], *, note: str | None = None) -> "Run":
         """A copy with more series (same key: the new one replaces the old)."""
         merged = dict(self.series)

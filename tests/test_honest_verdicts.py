@@ -80,7 +80,7 @@ def test_a_45_step_run_is_judged_on_layer_1_by_its_evidence():
     diag = diagnose(noisy, select=["L1.reward-eval-divergence"])
     layer1 = diag.layers[0]
     assert layer1.status is Status.UNKNOWN and "too noisy to tell" in layer1.not_judged_text()
-    assert diag.verdict != "pass" and diag.exit_code() == 1
+    assert diag.verdict != "pass" and diag.exit_code() == 3
 
 
 def test_a_15_step_run_is_not_judged_on_layer_1():
@@ -112,7 +112,7 @@ def test_a_run_that_crashed_after_two_steps_is_unknown_and_fails_the_gate():
         "kl": [0.0, 0.001], "frac_reward_zero_std": [0.5, 0.5], "completions/mean_length": [20, 21]}.items()})
     diag = diagnose(run)
     assert diag.verdict == "unknown" and diag.root_layer is None
-    assert diag.exit_code() == 1 and diag.exit_code(allow_unknown=True) == 0
+    assert diag.exit_code() == 3 and diag.exit_code(allow_unknown=True) == 0
     assert all(layer.status is Status.UNKNOWN for layer in diag.layers)
     assert diag.to_dict()["verdict"] == "unknown"
 

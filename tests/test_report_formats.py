@@ -234,9 +234,9 @@ def test_cli_formats_print_to_stdout(fmt):
         assert all(_ANNOTATION.match(line) for line in result.stdout.splitlines())
 
 
-def test_output_writes_the_format_and_the_terminal_report_still_prints(tmp_path):
+def test_output_writes_the_format_its_extension_names_and_the_terminal_report_still_prints(tmp_path):
     target = tmp_path / "report.xml"
-    result = runner.invoke(app, ["check", str(SAMPLES), "--format", "junit", "--output", str(target)])
+    result = runner.invoke(app, ["check", str(SAMPLES), "--output", str(target)])
     assert result.exit_code == 1
     assert "root: layer 1 (data & reward)" in result.stdout and "<testsuites" not in result.stdout
     root = _validate_junit(target.read_text(encoding="utf-8"))
@@ -253,7 +253,7 @@ def test_output_to_an_unwritable_place_is_one_error_line(tmp_path):
 def test_unknown_format_lists_the_choices():
     result = runner.invoke(app, ["check", str(SAMPLES), "--format", "xml"])
     assert result.exit_code == 2
-    assert result.stderr.strip() == ("error: --format: expected one of terminal, json, junit, markdown, github; "
+    assert result.stderr.strip() == ("error: --format: expected one of terminal, json, junit, markdown, github, html; "
                                      "got 'xml'")
 
 

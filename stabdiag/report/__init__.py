@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-FORMATS = ("terminal", "json", "junit", "markdown", "github")
+FORMATS = ("terminal", "json", "junit", "markdown", "github", "html")
 
 
 def render(diagnoses, format: str = "terminal", **options) -> str:

@@ -66,11 +66,17 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
                 message += f"\nLikely a consequence of layer {diag.root_layer}; do not fix from the bottom up."
             lines.append(command(_LEVEL[f.severity], message, file=file,
                                  title=f"stabdiag {f.rule} ({role})"))
+        if diag.ignored:
+            lines.append(command("warning" if diag.ignored_findings else "notice",
+                                 f"{diag.run}: {diag.verdict_text()}", file=file,
+                                 title="stabdiag rules ignored (--select/--ignore)"))
         for r in diag.layers:
             if r.status is Status.UNKNOWN:
                 lines.append(command("notice", f"{diag.run}: layer {r.layer} ({LAYER_NAMES[r.layer]}) not "
                                      f"judged ({r.unknown_reason}): {r.not_judged_text()}",
                                      file=file, title=f"stabdiag layer {r.layer} not judged"))
+        for note in diag.notes:         # a note is a note here too, not a `warning:` on stderr
+            lines.append(command("notice", f"{diag.run}: {note}", file=file, title="stabdiag note"))
     for path, why in options.get("not_read") or ():      # named, never skipped silently
         lines.append(command("warning", f"{path}: not read: {why}", title="stabdiag not read"))
     return "\n".join(lines) + ("\n" if lines else "")

@@ -22,6 +22,8 @@ def _rule_list(diag: Diagnosis, rules) -> list[tuple[str, int]]:
         seen.setdefault(rule.id, rule.layer)
     for item in (*diag.findings, *diag.unknown):
         seen.setdefault(item.rule, item.layer)
+    for rule_id in diag.ignored:              # ids are L<layer>.<name>
+        seen.setdefault(rule_id, int(rule_id[1]))
     return sorted(seen.items(), key=lambda kv: kv[1])
 
 
@@ -43,10 +45,15 @@ def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool, settings: 
     missing = {u.rule: u for u in diag.unknown}
     counts = {"tests": 0, "failures": 0, "skipped": 0}
     bar = SEVERITY_RANK[fail_on]
+    fired = {f.rule: f for f in diag.ignored_findings}
     for rule_id, layer in _rule_list(diag, rules):
         case = ET.SubElement(suite, "testcase", classname=f"{diag.run}.L{layer}", name=rule_id, time="0")
         counts["tests"] += 1
-        if rule_id in missing:
+        if rule_id in diag.ignored:
+            would = f"; would fire ({fired[rule_id].severity}): {fired[rule_id].message}" if rule_id in fired else ""
+            ET.SubElement(case, "skipped", message=f"ignored (--select/--ignore){would}")
+            counts["skipped"] += 1
+        elif rule_id in missing:
             ET.SubElement(case, "skipped", message=f"not judged ({missing[rule_id].kind}): "
                                                    f"{missing[rule_id].describe()}")
             counts["skipped"] += 1
@@ -72,7 +79,8 @@ def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool, settings: 
     suite.set("time", "0")
     props = ET.Element("properties")
     root = "none" if diag.root_layer is None else str(diag.root_layer)
-    for name, value in (("verdict", diag.verdict), ("root_layer", root),
+    ignored = (("ignored", diag.ignored_text()),) if diag.ignored else ()
+    for name, value in (("verdict", diag.verdict), *ignored, ("root_layer", root),
                         ("steps", "" if diag.steps is None else f"{diag.steps[0]}-{diag.steps[1]}"), *settings):
         ET.SubElement(props, "property", name=name, value=value)
     suite.insert(0, props)

@@ -12,7 +12,7 @@ from ..rules import LAYER_NAMES
 from .settings import summary_line
 from .sparkline import rebin, sparkline
 
-_ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown"}
+_ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown", "ignored": "⏭️ ignored"}
 
 
 def cell(text: str) -> str:
@@ -28,6 +28,9 @@ def _root(diag: Diagnosis) -> str:
 
 def _evidence(diag: Diagnosis, layer: int) -> str:
     result = diag.layers[layer - 1]
+    if result.status is Status.IGNORED:
+        fired = [f"`{f.rule}` {f.severity}" for f in diag.ignored_findings if f.layer == layer]
+        return "ignored (--select/--ignore)" + (f"; would fire: {', '.join(fired)}" if fired else "")
     if result.status is Status.UNKNOWN:
         if result.unknown_reason == "missing signal":
             return "not judged: start logging " + ", ".join(f"`{s}`" for s in result.missing_signals)
@@ -43,10 +46,16 @@ def _trends(diag: Diagnosis, layer: int) -> str:
     return "<br>".join(f"`{t.signal}` {sparkline(rebin(t.values, 24))}" for t in diag.trends if t.layer == layer)
 
 
+def verdict(diag: Diagnosis) -> str:
+    """The verdict with its icon, and what the selection left out: never a bare pass."""
+    left_out = diag.ignored_text()
+    return _ICON[diag.verdict] + (f", {cell(left_out)} ignored" if left_out else "")
+
+
 def _run(diag: Diagnosis, heading: str) -> list[str]:
     steps = f", steps {diag.steps[0]}-{diag.steps[1]}" if diag.steps else ""
     resumed = ", resumed" if diag.resumed else ""
-    out = [f"{heading} `{diag.run}`: {_ICON[diag.verdict]} - root {_root(diag)}{steps}{resumed}", ""]
+    out = [f"{heading} `{diag.run}`: {verdict(diag)} - root {_root(diag)}{steps}{resumed}", ""]
     with_trends = bool(diag.trends)
     out.append("| layer | status | onset | key evidence |" + (" signals |" if with_trends else ""))
     out.append("|---|---|---:|---|" + ("---|" if with_trends else ""))
@@ -76,6 +85,12 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
         out += [f"- `{f.rule}` ({f.severity}, steps {f.start_step}-{f.end_step}): {f.message}"
                 for f in downstream]
         out.append("")
+    if diag.ignored_findings:
+        out.append("**Ignored by the selection**, would have fired:")
+        out.append("")
+        out += [f"- `{f.rule}` ({f.severity}, steps {f.start_step}-{f.end_step}): {f.message}"
+                for f in diag.ignored_findings]
+        out.append("")
     if diag.unknown:
         out.append("<details><summary>Not judged: rules that lack a signal or enough data</summary>")
         out.append("")
@@ -99,7 +114,7 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
         for d in diagnoses:
             lead = sorted(d.root_findings(), key=lambda f: f.severity != "fail")
             first = f"`{lead[0].rule}` at step {lead[0].start_step}" if lead else ""
-            lines.append(f"| `{cell(d.run)}` | {_ICON[d.verdict]} | {_root(d)} | {first} |")
+            lines.append(f"| `{cell(d.run)}` | {verdict(d)} | {_root(d)} | {first} |")
         lines.append("")
     for d in diagnoses:
         lines += _run(d, heading)

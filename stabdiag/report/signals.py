@@ -43,7 +43,10 @@ def signals_dict(resolved: list[Signals]) -> dict:
         runs.append({"run": sig.run.name, "signals": entries, "unmapped": list(sig.unmapped),
                      "ambiguous": {name: list(keys) for name, keys in sig.ambiguous.items()},
                      "notes": list(sig.notes), "framework": sig.framework})
-    return {"runs": runs}
+    from .._version import __version__
+    from ..schema import SIGNALS_SCHEMA_VERSION
+
+    return {"stabdiag_version": __version__, "schema_version": SIGNALS_SCHEMA_VERSION, "runs": runs}
 
 
 def render_signals(resolved: list[Signals], format: str = "text", width: int = 100) -> str:

@@ -4,6 +4,7 @@ findings, and which signals to start logging for layers that could not be judged
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 from rich.padding import Padding
@@ -11,18 +12,21 @@ from rich.table import Table
 from rich.text import Text
 
 from ..cost import describe as describe_cost
-from ..diagnosis import Diagnosis, Finding, Status, Trend
+from ..diagnosis import SEVERITY_RANK, Diagnosis, Finding, Status, Trend
 from ..rules import LAYER_NAMES
 from .settings import summary_line
 from .sparkline import cell_steps, rebin, short, sparkline
 
-_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim"}
+_TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
+_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim", "ignored": "dim"}
 
 
 def _layer_evidence(diag: Diagnosis, layer: int) -> str:
     result = diag.layers[layer - 1]
     if result.status is Status.UNKNOWN:
-        return "not judged: " + result.not_judged_text()
+        return f"not judged ({result.unknown_reason}; see below)"
+    if result.status is Status.IGNORED:
+        return ignored_evidence(diag, layer)
     if not result.findings:
         return ""
     worst = sorted(result.findings, key=lambda f: f.severity != "fail")[0]
@@ -30,11 +34,19 @@ def _layer_evidence(diag: Diagnosis, layer: int) -> str:
     return worst.message + (f"  (+{more} more)" if more else "")
 
 
+def ignored_evidence(diag: Diagnosis, layer: int) -> str:
+    """An ignored layer's evidence: that nobody asked, and what its rules would have said."""
+    fired = [f"{f.rule} {f.severity}" for f in diag.ignored_findings if f.layer == layer]
+    return "ignored (--select/--ignore)" + (f"; would fire: {', '.join(fired)}" if fired else "")
+
+
 def _verdict_line(diag: Diagnosis) -> Text:
     text = Text()
     text.append(diag.run, style="bold")
     text.append("  ")
     text.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
+    if diag.ignored:
+        text.append(f", {diag.ignored_text()} ignored", style="yellow" if diag.ignored_findings else "dim")
     if diag.root_layer is not None:
         text.append(f"  root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})")
     elif diag.verdict == "unknown":
@@ -115,32 +127,47 @@ def _items(console: Console, rows: list[tuple[Text | str, Text | str]]) -> None:
     console.print(Padding(grid, (0, 0, 0, 2)))
 
 
-def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> None:
-    console.print(_verdict_line(diag))
-    console.print(_layer_table(diag, console.width, sparklines))
+def _check_first(console: Console, diag: Diagnosis) -> None:
     root = diag.root_findings()
-    if root:
-        console.print(Text(f"Check first (layer {diag.root_layer}, {LAYER_NAMES[diag.root_layer]}):",
-                           style="bold"))
-        _items(console, [(Text(f.rule, style=_STYLE[f.severity]), f.message) for f in root])
-        lead = sorted(root, key=lambda f: f.severity != "fail")[0]
-        _items(console, [(f"{i}.", step) for i, step in enumerate(lead.check_first, 1)])
-        others = [f.rule for f in root if f is not lead]
-        if others:
-            console.print(Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"))
-        if diag.methods_advice:
-            _items(console, [("methods:", diag.methods_advice)])
+    if not root:
+        return
+    console.print(Text(f"Check first (layer {diag.root_layer}, {LAYER_NAMES[diag.root_layer]}):", style="bold"))
+    _items(console, [(Text(f.rule, style=_STYLE[f.severity]), f.message) for f in root])
+    lead = _lead(root)
+    _items(console, [(f"{i}.", step) for i, step in enumerate(lead.check_first, 1)])
+    others = [f.rule for f in root if f is not lead]
+    if others:
+        console.print(Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"))
+    if diag.methods_advice:
+        _items(console, [("methods:", diag.methods_advice)])
+
+
+def _not_judged(console: Console, diag: Diagnosis) -> None:
+    unknown_layers = [r for r in diag.layers if r.status is Status.UNKNOWN]
+    if unknown_layers:
+        console.print(Text("Not judged - what each layer lacks:", style="bold"))
+        _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) {r.unknown_reason}: "
+                          + r.not_judged_text()) for r in unknown_layers])
+
+
+def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, shared: bool = False) -> None:
+    """The full view of one run: the verdict, what to check first (both on the first screen), the
+    four-layer table, then the rest.  `shared`: the not-judged lists are said once for the whole tree."""
+    console.print(_verdict_line(diag))
+    _check_first(console, diag)
+    console.print(_layer_table(diag, console.width, sparklines))
     downstream = [f for f in diag.findings if f.downstream]
     if downstream:
         console.print(Text(f"Downstream of layer {diag.root_layer} - likely consequences; do not fix "
                            "from the bottom up:", style="bold"))
         _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), f.message)
                          for f in downstream])
-    unknown_layers = [r for r in diag.layers if r.status is Status.UNKNOWN]
-    if unknown_layers:
-        console.print(Text("Not judged - what each layer lacks:", style="bold"))
-        _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) {r.unknown_reason}: "
-                          + r.not_judged_text()) for r in unknown_layers])
+    if not shared:
+        _not_judged(console, diag)
+    if diag.ignored_findings:
+        console.print(Text("Ignored by the selection, would have fired:", style="bold"))
+        _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), f.message)
+                         for f in diag.ignored_findings])
     for line in describe_cost(diag.cost) if diag.cost else ():
         console.print(Text(line))
     for forecast in diag.forecasts:
@@ -149,46 +176,183 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> No
         console.print(Text(f"note: {note}", style="dim"))
 
 
+def _lead(findings) -> Finding:
+    return sorted(findings, key=lambda f: f.severity != "fail")[0]
+
+
+def _headline(diag: Diagnosis) -> str:
+    """What one table row says after the verdict: the root's lead finding, or why there is none."""
+    root = diag.root_findings()
+    if root:
+        lead = _lead(root)
+        text = f"{lead.rule}: {lead.message}"
+    elif diag.verdict == "unknown":
+        text = "nothing could be judged"
+    else:
+        text = ""
+    if diag.ignored:
+        fired = f"; would fire: {', '.join(f.rule for f in diag.ignored_findings)}" if diag.ignored_findings else ""
+        text = "; ".join(t for t in (text, f"{diag.ignored_text()} ignored{fired}") if t)
+    if diag.ending is not None and diag.ending.failed and not root:
+        text = "; ".join(t for t in (text, f"ended: {diag.ending.kind} at step {diag.ending.step}") if t)
+    return text
+
+
+def _summary(diagnoses: list[Diagnosis]) -> str:
+    counts = {v: sum(d.verdict == v for d in diagnoses) for v in ("pass", "warn", "fail", "unknown")}
+    return (f"{len(diagnoses)} runs: {counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail"
+            + (f", {counts['unknown']} unknown" if counts["unknown"] else ""))
+
+
+def _fit(console: Console, text: Text) -> None:
+    """One line, cut with an ellipsis at the console's width: the tree view never wraps a row."""
+    text.truncate(console.width, overflow="ellipsis")
+    console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
+
+
+def _runs_table(console: Console, diagnoses: list[Diagnosis]) -> None:
+    """One line per run, as ruff and pytest lead: name, verdict, root layer, onset, headline."""
+    rows = []
+    for d in diagnoses:
+        root = "" if d.root_layer is None else f"{d.root_layer} {LAYER_NAMES[d.root_layer]}"
+        onset = None if d.root_layer is None else d.layers[d.root_layer - 1].onset_step
+        rows.append((d.run, d.verdict, root, "" if onset is None else str(onset), _headline(d)))
+    heads = ("run", "verdict", "root", "onset")
+    widths = [min(limit, max(len(head), *(len(r[i]) for r in rows)))
+              for i, (head, limit) in enumerate(zip(heads, (40, 7, 18, 7)))]
+
+    def cell(value: str, i: int) -> str:
+        value = value if len(value) <= widths[i] else value[:widths[i] - 1] + "…"
+        return value.rjust(widths[i]) if heads[i] == "onset" else value.ljust(widths[i])
+
+    _fit(console, Text("  ".join(cell(h, i) for i, h in enumerate(heads)) + "  headline", style="dim"))
+    for name, verdict, root, onset, headline in rows:
+        line = Text(cell(name, 0) + "  ")
+        line.append(cell(verdict.upper(), 1), style=_STYLE[verdict])
+        line.append(f"  {cell(root, 2)}  {cell(onset, 3)}  {headline}")
+        _fit(console, line)
+
+
+def _lines(console: Console, rows: list[tuple[Text | str, str]]) -> None:
+    """Indented rows whose heads line up; each row is one line, cut at the console's width."""
+    wide = max(len(head.plain if isinstance(head, Text) else head) for head, _ in rows)
+    for head, body in rows:
+        line = Text("  ")
+        line.append(head if isinstance(head, Text) else Text(head))
+        line.append(" " * (wide + 3 - len(line.plain)) + body)
+        _fit(console, line)
+
+
+def _compact(console: Console, diag: Diagnosis) -> None:
+    """A run at or above --fail-on in a tree: its root findings and first checks in about 8 lines."""
+    _fit(console, _verdict_line(diag))
+    root = diag.root_findings()
+    rows: list[tuple[Text | str, str]] = [(Text(f.rule, style=_STYLE[f.severity]), f.message) for f in root[:2]]
+    if len(root) > 2:
+        rows.append((Text("more:", style="dim"), ", ".join(f.rule for f in root[2:])))
+    if root:
+        rows += [(f"check first {i}.", step) for i, step in enumerate(_lead(root).check_first[:2], 1)]
+    downstream = [f"{f.rule} ({f.severity})" for f in diag.findings if f.downstream]
+    if downstream:
+        rows.append((Text("downstream:", style="dim"), ", ".join(downstream)))
+    if diag.ignored_findings:
+        rows.append((Text("ignored, would fire:", style="yellow"),
+                     ", ".join(f"{f.rule} ({f.severity})" for f in diag.ignored_findings)))
+    if rows:
+        _lines(console, rows)
+
+
+def _shared_not_judged(console: Console, diagnoses: list[Diagnosis]) -> None:
+    """Each layer's not-judged text once, with the runs it applies to (ten runs lacking the same layer-4
+    signals is one line, not ten)."""
+    groups: dict[tuple[int, str], list[str]] = {}
+    for d in diagnoses:
+        for r in d.layers:
+            if r.status is Status.UNKNOWN:
+                groups.setdefault((r.layer, f"{r.unknown_reason}: {r.not_judged_text()}"), []).append(d.run)
+    if not groups:
+        return
+    console.print(Text("Not judged - what each layer lacks:", style="bold"))
+    rows = []
+    for (layer, text), runs in sorted(groups.items()):
+        others = [d.run for d in diagnoses if d.run not in runs]
+        who = ("all runs" if not others else f"all but {', '.join(others)}" if len(others) <= 2
+               else ", ".join(runs) if len(runs) <= 2 else f"{len(runs)} runs")
+        rows.append((f"layer {layer}", f"({LAYER_NAMES[layer]}, {who}) {text}"))
+    _items(console, rows)
+
+
+def _at_or_above(diag: Diagnosis, fail_on: str) -> bool:
+    bar = SEVERITY_RANK[fail_on]
+    return any(SEVERITY_RANK[f.severity] >= bar for f in diag.findings) or bool(diag.ignored_findings)
+
+
 def _console(buffer: io.StringIO, width: int | None, color: bool) -> Console:
     return Console(file=buffer, width=width or 100, force_terminal=color, no_color=not color, highlight=False,
                    soft_wrap=False)
 
 
-def render_run(diag: Diagnosis, *, width: int | None = None, color: bool = False, sparklines: bool = True) -> str:
-    """One run's part of the terminal report.  The report is the settings line, these parts with a blank
-    line between, and the summary: `check --jobs` has its workers draw the parts, the costly bit."""
+def render_run(diag: Diagnosis, *, width: int | None = None, color: bool = False, sparklines: bool = True,
+               shared: bool = False) -> str:
+    """One run's full view.  `check --jobs` has its workers draw these parts, the costly bit, for -v."""
     buffer = io.StringIO()
-    _print_run(_console(buffer, width, color), diag, sparklines)
-    return buffer.getvalue()
+    _print_run(_console(buffer, width, color), diag, sparklines, shared)
+    return _finish(buffer.getvalue(), color)
+
+
+def _finish(text: str, color: bool) -> str:
+    """Rich pads table cells to the column width: no line ends in spaces unless colour is on."""
+    return text if color else _TRAILING.sub("", text)
+
+
+VIEWS = ("auto", "full", "quiet")
+
+
+def _not_read(console: Console, not_read) -> None:
+    """An empty run dir or a path that is gone is named, never skipped."""
+    if not_read:
+        console.print()
+        console.print(Text(f"Not read ({len(not_read)}):", style="bold"))
+        for path, why in not_read:
+            console.print(Text(f"  {path}: {why}"))
 
 
 def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool = False,
-           sparklines: bool = True, drawn: list[str | None] | None = None, **options) -> str:
-    """The terminal report; sparklines appear for diagnoses that carry trends (`with_trends`) and
-    are left out when the terminal is too narrow for them.  `drawn` holds, per diagnosis, its part as
-    `render_run` drew it with the same width, colour and sparklines, or None to draw it here."""
+           sparklines: bool = True, drawn: list[str | None] | None = None, view: str = "auto",
+           fail_on: str = "fail", **options) -> str:
+    """The terminal report.  One run: its full view.  Several: a table with one line per run, then a
+    compact block for each run at or above `fail_on`, then the not-judged lists said once (`view`
+    "full", -v: every run's full view; "quiet", -q: the table alone).  `drawn` holds, per diagnosis, its
+    full view as `render_run(..., shared=True)` drew it with the same width and colour, or None."""
     buffer = io.StringIO()
     console = _console(buffer, width, color)
     settings = summary_line(options.get("settings"))
     if settings:                        # a config file or a flag that changes the verdict is never silent
         console.print(Text(settings, style="bold"))
-    for i, diag in enumerate(diagnoses):
-        if i:
-            console.print()
-        part = drawn[i] if drawn is not None else None
-        if part is None:
-            _print_run(console, diag, sparklines)
-        else:
-            buffer.write(part)          # the console writes each print through: the order holds
+    if len(diagnoses) == 1 and view != "quiet":
+        _print_run(console, diagnoses[0], sparklines)
+        _not_read(console, options.get("not_read") or ())
+        return _finish(buffer.getvalue(), color)
     if len(diagnoses) > 1:
-        counts = {v: sum(d.verdict == v for d in diagnoses) for v in ("pass", "warn", "fail", "unknown")}
+        console.print(Text(_summary(diagnoses), style="bold"))
+    if diagnoses:
+        _runs_table(console, diagnoses)
+    if view == "quiet":
+        _not_read(console, options.get("not_read") or ())
+        return _finish(buffer.getvalue(), color)
+    for i, diag in enumerate(diagnoses):
+        if view == "full":
+            console.print()
+            part = drawn[i] if drawn is not None else None
+            if part is None:
+                _print_run(console, diag, sparklines, shared=True)
+            else:
+                buffer.write(part)      # the console writes each print through: the order holds
+        elif _at_or_above(diag, fail_on):
+            console.print()
+            _compact(console, diag)
+    if any(r.status is Status.UNKNOWN for d in diagnoses for r in d.layers):
         console.print()
-        console.print(f"{len(diagnoses)} runs: {counts['pass']} pass, {counts['warn']} warn, "
-                      f"{counts['fail']} fail" + (f", {counts['unknown']} unknown" if counts["unknown"] else ""))
-    not_read = options.get("not_read") or ()
-    if not_read:                        # an empty run dir or a path that is gone is named, never skipped
-        console.print()
-        console.print(Text(f"Not read ({len(not_read)}):", style="bold"))
-        for path, why in not_read:
-            console.print(Text(f"  {path}: {why}"))
-    return buffer.getvalue()
+        _shared_not_judged(console, diagnoses)
+    _not_read(console, options.get("not_read") or ())
+    return _finish(buffer.getvalue(), color)

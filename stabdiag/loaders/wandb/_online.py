@@ -72,11 +72,32 @@ def load_uri(uri: str, **options) -> Run:
             return read_cache(cached, uri, step_col)
     api = _open_api(uri)
     run = _call(uri, lambda: api.run(f"{entity}/{project}/{run_id}"), what="find the run")
+    return _load_api_run(run, uri, (entity, project, run_id), folder, refresh, step_col, bool(options.get("progress")))
+
+
+def is_api_run(obj) -> bool:
+    """A `wandb.Api().run(...)` object, or anything shaped like one (a stand-in in tests)."""
+    return all(hasattr(obj, name) for name in ("scan_history", "entity", "project", "id"))
+
+
+def load_api_run(run, **options) -> Run:
+    """A run object of W&B's public API (`wandb.Api().run("entity/project/id")`, or one of
+    `api.runs(...)`): its full history through scan_history, cached as for its wandb:// URI."""
+    entity, project, run_id = str(run.entity), str(run.project), str(run.id)
+    uri = f"wandb://{entity}/{project}/{run_id}"
+    parse_uri(uri)                                   # the same refusals as a URI typed by hand
+    folder = run_cache_dir(entity, project, run_id)
+    return _load_api_run(run, uri, (entity, project, run_id), folder, bool(options.get("refresh")),
+                         options.get("step_col"), bool(options.get("progress")))
+
+
+def _load_api_run(run, uri: str, names: tuple[str, str, str], folder, refresh: bool, step_col, progress: bool) -> Run:
+    entity, project, run_id = names
     keys_info, last_step = _history_keys(run, uri)
     path = folder / f"history-step{last_step}.parquet"
     if not refresh and path.is_file():
         return read_cache(path, uri, step_col)
-    columns, notes = _fetch_history(run, uri, keys_info, bool(options.get("progress")))
+    columns, notes = _fetch_history(run, uri, keys_info, progress)
     meta = _run_meta(run, entity, project, run_id, last_step)
     meta["notes"] = notes
     table = to_table(columns, meta)

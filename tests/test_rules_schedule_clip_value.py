@@ -135,3 +135,25 @@ def test_verl_ppo_critic_that_loses_the_returns_fails(tmp_path):
     found = [f for f in diagnose(run, select=["L3.value-head-diverging"]).findings]
     assert found and found[0].severity == "fail"
     assert "critic/vf_loss" in found[0].message and "critic/vf_explained_var" in found[0].message
+
+
+def test_a_warmup_longer_than_the_run_with_a_flat_loss_is_not_learning(tmp_path):
+    """torch's LinearLR warm-up over 2,000 steps in a 200-step SFT run, the loss at its start: the
+    "not learning" warning of issue 25 item 4; the same run with a falling loss is quiet."""
+    torch = pytest.importorskip("torch")
+
+    lrs = _lrs(lambda opt: torch.optim.lr_scheduler.LinearLR(opt, 0.001, 1.0, total_iters=2000), 200)
+    flat = [1.82 + 0.01 * ((s * 7) % 5 - 2) for s in range(200)]
+    falling = [1.82 - 0.2 * s / 200 + 0.01 * ((s * 7) % 5 - 2) for s in range(200)]
+    result, message = outcome(_tensorboard_run(tmp_path / "flat", {"train/learning_rate": lrs, "train/loss": flat}),
+                              "L3.loss-flat-in-warmup")
+    assert result == "fires" and message.startswith("not learning")
+    assert outcome(_tensorboard_run(tmp_path / "falling", {"train/learning_rate": lrs, "train/loss": falling}),
+                   "L3.loss-flat-in-warmup")[0] == "quiet"
+
+
+@needs_shared
+@pytest.mark.parametrize("folder", ["llmc_gpt2_124m_baseline", "hf_trl_sft_tinyllama_lora",
+                                    "hf_trainer_cpt_feedback_gen"])
+def test_healthy_supervised_runs_past_their_warmup_are_quiet(folder):
+    assert outcome(REAL_LOGS / folder, "L3.loss-flat-in-warmup")[0] == "quiet"

@@ -28,7 +28,7 @@ from .numeric import (
     sustained_rise_over_early,
 )
 from .policy import collapse_below, floor_breach, kl_entropy_joint
-from .schedule import lr_collapsed_early
+from .schedule import loss_flat_in_warmup, lr_collapsed_early
 from .spikes import rising_trend_before_event, spike_vs_ema, spike_vs_recent
 from .trends import (
     component_divergence,
@@ -250,6 +250,13 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                    f"falls from >= {p['min_learned_explained_var']:g} to < {p['max_explained_var']:g}, for >= "
                    f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run; one "
                    f"warns, both fail")),
+    DetectorSpec("loss_flat_in_warmup", loss_flat_in_warmup, (
+        _p("min_drop_frac", 0.02, 0.001, 0.5, "a loss that ends less than this fraction below its start has not moved"),
+        _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the loss's start and end levels"),
+        _p("min_climb_ratio", 1.5, 1.05, 100, "still warming up: the last lr is this x its mid-run level, and the "
+                                              "highest")),
+        lambda p: (f"the learning rate is still climbing at the end (>= {p['min_climb_ratio']:g}x its mid-run "
+                   f"level) while the loss ends less than {p['min_drop_frac']:.0%} below its start")),
 )}
 
 

@@ -46,3 +46,35 @@ def lr_collapsed_early(lr: Curve, *, collapse_frac, min_after_frac_of_run,
                 "stretch": int(v.steps[b] - v.steps[a]),
                 "run_frac": float(v.steps[b] - v.steps[a]) / max(v.span, 1)})
     return None
+
+
+def loss_flat_in_warmup(loss: Curve, lr: Curve, reward: Curve | None = None, *, min_drop_frac, edge_frac,
+                        min_climb_ratio) -> Evidence | NotJudged | None:
+    """The learning rate is still climbing at the end of the run (its last level `min_climb_ratio` x its
+    level at mid-run, and the highest of the run) while the loss ends within `min_drop_frac` of where it
+    started (in either direction): the run never reached the rate it was meant to train at, and has not
+    learned.  Whether the rate is far below what the configuration intended needs the configuration;
+    here only the shape of the logged rate is read."""
+    if reward is not None:
+        return NotJudged("an RL run's loss is a surrogate objective: whether it moved from its start says "
+                         "nothing about learning")
+    v, r = loss.finite(), lr.finite()
+    if len(v.values) < MIN_CLEAN_POINTS or len(r.values) < MIN_CLEAN_POINTS:
+        return NotJudged(f"loss and lr need {MIN_CLEAN_POINTS} finite points each; the run has "
+                         f"{len(v.values)} and {len(r.values)}")
+    smooth = st.rolling_median(r.values, 3)
+    middle = float(np.interp(0.5 * (r.steps[0] + r.steps[-1]), r.steps, smooth))
+    still_climbing = int(np.argmax(smooth)) >= len(smooth) - 2 and smooth[-1] > 0 and \
+        smooth[-1] >= min_climb_ratio * middle
+    if not still_climbing:
+        return None                                      # warm-up finished: its intent was reached
+    start = min(st.edge_level_by_steps(v.steps, v.values, edge_frac), float(np.median(v.values[:3])))
+    end = st.edge_level_by_steps(v.steps, v.values, edge_frac, end=True)
+    if start <= 0:
+        return NotJudged(f"{v.key} starts at {start:.3g}: no positive level to read a drop from")
+    drop = (start - end) / start
+    if abs(drop) >= min_drop_frac:
+        return None                                      # it learned, or it rose (the loss rules read that)
+    return Evidence(int(v.steps[0]), int(v.steps[-1]), {
+        "signal": v.signal, "key": v.key, "level_start": start, "level_end": end, "drop": drop,
+        "lr_key": r.key, "lr_middle": middle, "lr_end": float(smooth[-1])})

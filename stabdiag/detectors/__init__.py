@@ -227,11 +227,11 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                    f"{p['min_stretch_steps']:g} steps, or one value is off by more than "
                    f"{math.exp(min(p['catastrophic_above'], 700)):.3g}x")),
     DetectorSpec("lr_collapsed_early", lr_collapsed_early, (
-        _p("collapse_frac", 0.01, 0.0001, 0.2, "collapsed: at or below this fraction of the schedule's peak"),
+        _p("collapse_frac", 0.01, 0.0001, 0.2, "collapsed: below this fraction of the schedule's peak"),
         _p("min_after_frac_of_run", 0.2, 0.07, 0.9, "shortest collapsed stretch, as a fraction of the run (a cosine "
                                                    "decay to 0 spends its last 6.4% under 1% of the peak)"),
         _p("min_after_steps", 20, 1, 1e6, "shortest collapsed stretch, in steps")),
-        lambda p: (f"after its peak the learning rate falls to <= {p['collapse_frac']:.0%} of that peak and stays "
+        lambda p: (f"after its peak the learning rate falls below {p['collapse_frac']:.0%} of that peak and stays "
                    f"there for >= {p['min_after_frac_of_run']:.0%} of the run and >= {p['min_after_steps']:g} steps")),
     DetectorSpec("fraction_held_high", fraction_held_high, (
         _p("high_frac", 0.3, 0.05, 0.95, "fraction (0-1) that counts as high"),

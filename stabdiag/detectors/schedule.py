@@ -18,7 +18,7 @@ from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 def lr_collapsed_early(lr: Curve, *, collapse_frac, min_after_frac_of_run,
                        min_after_steps) -> Evidence | NotJudged | None:
-    """After its peak the learning rate falls to <= `collapse_frac` x that peak and stays there for a
+    """After its peak the learning rate falls below `collapse_frac` x that peak and stays there for a
     stretch of at least `min_after_frac_of_run` of the run (and `min_after_steps`): the optimizer has
     stopped updating while the run still spends compute."""
     v = lr.finite()
@@ -35,7 +35,8 @@ def lr_collapsed_early(lr: Curve, *, collapse_frac, min_after_frac_of_run,
         return NotJudged(f"{v.key} is 0 at every logged step while the run trains: a logging artefact "
                          "(some verl engines log actor/lr as 0), not a schedule")
     need = max(min_after_steps, min_after_frac_of_run * v.span)
-    collapsed = smooth <= collapse_frac * peak
+    # strictly below: two 10x plateau cuts land exactly on 1% of the peak and are a schedule, not a collapse
+    collapsed = smooth < collapse_frac * peak * (1 - 1e-6)       # (1 - 1e-6): rounding of the product
     collapsed[:peak_i + 1] = False                       # warm-up from 0 comes before the peak
     for a, b in st.true_runs(collapsed):
         if v.steps[b] - v.steps[a] >= need:

@@ -16,11 +16,13 @@ from .. import _stats as st
 from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 
-def lr_collapsed_early(lr: Curve, *, collapse_frac, min_after_frac_of_run,
+def lr_collapsed_early(lr: Curve, loss: Curve | None = None, *, collapse_frac, min_after_frac_of_run,
                        min_after_steps) -> Evidence | NotJudged | None:
     """After its peak the learning rate falls below `collapse_frac` x that peak and stays there for a
     stretch of at least `min_after_frac_of_run` of the run (and `min_after_steps`): the optimizer has
-    stopped updating while the run still spends compute."""
+    stopped updating while the run still spends compute.  A schedule that did not collapse is a clean
+    bill for the numeric update only beside a readable loss: a run whose loss was logged once (DeepSpeed-
+    Chat's reward-model step logs 184 learning rates and one loss) is not judged on its schedule alone."""
     v = lr.finite()
     if len(v.values) < MIN_CLEAN_POINTS:
         return NotJudged(f"{v.signal} has {len(v.values)} finite point(s); {MIN_CLEAN_POINTS} are needed to "
@@ -46,6 +48,10 @@ def lr_collapsed_early(lr: Curve, *, collapse_frac, min_after_frac_of_run,
                 "level": level, "frac_of_peak": level / peak,
                 "stretch": int(v.steps[b] - v.steps[a]),
                 "run_frac": float(v.steps[b] - v.steps[a]) / max(v.span, 1)})
+    points = 0 if loss is None else len(loss.finite().values)
+    if points < MIN_CLEAN_POINTS:
+        return NotJudged(f"the schedule did not collapse, but the loss has {points} finite point(s): the "
+                         f"numeric update is not judged on the learning rate alone ({MIN_CLEAN_POINTS} needed)")
     return None
 
 

@@ -299,6 +299,11 @@ def inject_entropy_floor(rng, c: Curves, level: str) -> dict:
     e0 = float(np.median(c.sig["entropy"][: max(5, c.n // 10)]))
     c.sig["entropy"] = e0 * (1 - (1 - end) * _ramp(x, onset, onset + rng.uniform(0.5, 0.65))) * \
         (1 + rng.normal(0, 0.01, c.n))
+    # the evals stop improving where the entropy starts to sink: entropy falling while an eval improves
+    # is sharpening (issue 25), so a floor failure has evals that do not gain from it
+    at = int(onset * (c.n - 1))
+    _hold(rng, c, "reward", at)      # ... and the reward stalls with them (seed 002's entropy collapse)
+    _hold_evals(rng, c, int(c.steps[at]))
     return {"end_frac": round(end, 2), "onset": round(onset, 2)}
 
 
@@ -553,6 +558,8 @@ def nm_kl_entropy(rng, i):
     c.sig["kl"] = np.where(t < onset, c.sig["kl"], k_on * mult ** frac * np.exp(rng.normal(0, 0.04, n)))
     e_on = float(np.median(c.sig["entropy"][onset - 20: onset + 1]))
     c.sig["entropy"] = np.where(t < onset, c.sig["entropy"], e_on * (1 - drop * frac) * (1 + rng.normal(0, 0.01, n)))
+    _hold(rng, c, "reward", int(np.searchsorted(t, onset)))    # the reward and the evals stall: the drop
+    _hold_evals(rng, c, onset)                                  # is not sharpening (issue 25)
     return c, {"kl_mult": round(mult, 2), "entropy_drop": round(drop, 2), "window": dur}
 
 

@@ -13,6 +13,8 @@ A run is a training run, not a file.  The rule, applied to every file a loader r
 3. Everything else stays apart: sibling experiment folders, and the `run-*` folders of a `wandb/`
    folder that no owner claims are separate runs.  Inside a `wandb/` folder only the W&B reader reads
    (its debug logs, requirements.txt and metadata are never metric logs).
+4. A store that holds several runs (an MLflow SQLite store, an MLflow file-store run folder) is read
+   run by run: one run per MLflow run, named by its run name; `PATH#experiment=NAME` picks some.
 
 The run is named after its owner folder (relative to the path given), the folder a user would name.
 
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from ._paths import cannot_open, special_kind, why_not_readable
+from .ending import died_before_first_step, settled_meta
 from .errors import InputError
 from .loaders import loader_for, uri_loader
 from .loaders.tabular import is_rollout_dump
@@ -44,6 +47,7 @@ _HF_LOGDIR = re.compile(r"^[A-Z][a-z]{2}\d{2}_\d{2}-\d{2}-\d{2}_")    # runs/Nov
 _CHECKPOINT = re.compile(r"^checkpoint-\d+$")
 # files that look like logs by their extension; named in the error when nothing at all could be read
 _LOGLIKE = {".log", ".txt", ".out", ".err", ".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".gz"}
+_TAIL_BYTES = 64 << 10                        # how much of an unread log's end is searched for its death
 _NOT_LOGS = {"requirements.txt", "debug.log", "debug-internal.log", "debug-core.log", "README.txt"}
 
 
@@ -57,20 +61,43 @@ class RunFiles:
     root: str = ""
     refused: tuple[tuple[str, str], ...] = ()     # (file, why) log-like files no reader took
     skipped: tuple[tuple[str, str], ...] = ()     # (path, why) unreadable files and folders: warnings
+    member: str | None = None                     # the run's id inside a store that holds several (MLflow)
 
 
 def discover(source: str | os.PathLike[str], *, split_sources: bool = False) -> list[RunFiles]:
     """The training runs at a path: a file is one run; in a directory, files are grouped by the rule
     in this module's docstring.  An unreadable sub-folder is reported, not skipped silently."""
+    return discover_tree(source, split_sources=split_sources)[0]
+
+
+def discover_tree(source: str | os.PathLike[str], *, split_sources: bool = False
+                  ) -> tuple[list[RunFiles], tuple[tuple[str, str], ...]]:
+    """`discover`'s runs, and what in the tree was not read, each with why: every folder beside the
+    runs that holds no readable log (an empty run dir, one whose console holds only a traceback), and
+    every log-like file outside the runs that no reader took."""
+    seen: dict = {}
+    runs = _discover(source, split_sources, seen)
+    return runs, _not_read(runs, **seen) if seen else ()
+
+
+def _discover(source: str | os.PathLike[str], split_sources: bool, seen: dict) -> list[RunFiles]:
+    """`discover`; `seen` gets what `_not_read` needs: the folders walked, the files refused, the unreadable."""
     source = os.fspath(source)
-    if uri_loader(source) is not None:
+    online = uri_loader(source)
+    if online is not None:
+        if hasattr(online, "run_uris"):          # a URI naming several runs (an MLflow experiment)
+            return [RunFiles(name=name, uri=uri) for uri, name in online.run_uris(source)]
         return [RunFiles(name=source.rstrip("/").rsplit("/", 1)[-1], uri=source)]
+    source, selector = _selector(source)
     problem = why_not_readable(source)
     if problem is not None:
         raise InputError(source, problem)
     if os.path.isfile(source):
-        return [_single_file(source)]
-    claimed, refused, unreadable = _walk(source)
+        single = _single_file(source)
+        return _members([single], source, selector, {source: loader_for(source)})
+    folders: dict[str, int] = {}
+    claimed, refused, unreadable = _walk(source, folders)
+    seen.update(source=source, folders=folders, refused=refused, unreadable=unreadable)
     if not claimed:
         own = next((why for path, why in unreadable if os.path.normpath(path) == os.path.normpath(source)), None)
         if own is not None:
@@ -88,20 +115,24 @@ def discover(source: str | os.PathLike[str], *, split_sources: bool = False) -> 
         refused_here = tuple((f, why) for f, why in refused if _inside(f, root))
         runs.append(RunFiles(name=_display_name(root, source), files=tuple(groups[root]), root=root,
                              refused=refused_here))
-    return _with_skipped(runs, unreadable)
+    return _with_skipped(_members(runs, source, selector, dict(claimed)), unreadable)
 
 
 def load_run(run_files: RunFiles, **options) -> Run:
     """Read every file of one run and merge them; a file that cannot be read is a warning on the run,
     and only a run with nothing readable is an error (naming every file tried and why)."""
     if run_files.uri is not None:
-        return uri_loader(run_files.uri).load_uri(run_files.uri, **options)
+        run = uri_loader(run_files.uri).load_uri(run_files.uri, **options)
+        return Run(run.name, run.series, run.sources, settled_meta(run.meta, run.series), run.notes, run.warnings)
     sources: list[Source] = []
     errors: list[InputError] = []
     for loader, folder, paths in _source_groups(run_files.files):
         try:
             group = getattr(loader, "load_group", None)
-            part = group(list(paths), **options) if group is not None else loader.load(paths[0], **options)
+            if run_files.member is not None:
+                part = loader.load_member(paths[0], run_files.member, **options)
+            else:
+                part = group(list(paths), **options) if group is not None else loader.load(paths[0], **options)
         except InputError as exc:
             errors.append(exc if exc.path else InputError(paths[0], exc.problem, line=exc.line, key=exc.key))
             continue
@@ -116,6 +147,7 @@ def load_run(run_files: RunFiles, **options) -> Run:
     run = merge_sources(run_files.name, sources, root)
     warnings = tuple(f"{_rel(path, root)}: not read: {why}" for path, why in failed + list(run_files.skipped))
     meta, config_notes = _with_run_config(run.meta, root if run_files.root else None)
+    meta = settled_meta(meta, run.series, root)     # how it ended, against its planned length
     return Run(run.name, run.series, run.sources, meta, run.notes + tuple(config_notes) + warnings,
                run.warnings + warnings)
 
@@ -166,6 +198,109 @@ def lost_runs(source: str | os.PathLike[str], failed: list[tuple[str, InputError
     return tuple(f"run {name} not read: {exc}" for name, exc in failed)
 
 
+# --- what a tree holds that was not read --------------------------------------------------------------
+
+def _not_read(runs: list[RunFiles], *, source: str, folders: dict[str, int], refused: list[tuple[str, str]],
+              unreadable: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """(path, why) for each folder beside the runs that holds no readable log, and each log-like file
+    outside every run that no reader took (see `discover_tree`)."""
+    top = os.path.normpath(source)
+    roots = {os.path.normpath(r.root) for r in runs if r.root}
+    roots |= {os.path.normpath(os.path.dirname(r.files[0])) for r in runs if not r.root and r.files}
+    holding: set[str] = set()                  # folders with a run in or below them
+    for root in roots:
+        while _inside(root, top) and root not in holding:
+            holding.add(root)
+            root = os.path.dirname(root)
+    total: dict[str, int] = dict.fromkeys(folders, 0)
+    for folder, count in folders.items():       # files at or below each folder
+        while folder in total:
+            total[folder] += count
+            if folder == top:
+                break
+            folder = os.path.dirname(folder)
+    parents_of_runs = {os.path.dirname(r) for r in roots} | {top}
+    out: list[tuple[str, str]] = []
+    named: list[str] = []
+    for folder in sorted(folders):
+        if folder == top or folder in holding or any(_inside(folder, r) for r in roots):
+            continue
+        if os.path.dirname(folder) not in parents_of_runs or any(_inside(folder, n) for n in named):
+            continue
+        inside = [(p, why) for p, why in refused + unreadable if _inside(p, folder)]
+        if inside and all(is_rollout_dump(p) for p, _ in inside):
+            continue                    # stabdiag probe's inputs (rollouts and a model), not a run
+        if not inside and total.get(folder, 0) == 1 and os.path.isfile(os.path.join(folder, "meta.yaml")):
+            continue                    # an MLflow experiment with no runs (every store has "Default")
+        named.append(folder)
+        if inside:
+            why = "; ".join(f"{_rel(p, folder)}: {w}" for p, w in inside[:3]) + (
+                f"; and {len(inside) - 3} more" if len(inside) > 3 else "")
+        elif total.get(folder, 0) == 0:
+            why = "an empty folder"
+        else:
+            why = f"no metric log ({total[folder]} file(s), none in a format stabdiag reads)"
+        out.append((folder, why))
+    for path, why in refused:
+        if not any(_inside(path, r) for r in roots) and not any(_inside(path, n) for n in named) \
+                and not is_rollout_dump(path):
+            out.append((path, why))
+    return tuple(out)
+
+
+# --- stores that hold several runs (MLflow) -----------------------------------------------------------
+
+def _selector(source: str):
+    """`mlflow.db#experiment=nightly` -> (the path, the selector); a path that exists as given, or whose
+    part before the `#` does not exist either, has none."""
+    path, _, fragment = source.partition("#")
+    if "#" not in source or os.path.lexists(source) or not os.path.lexists(path):
+        return source, None
+    from .loaders.mlflow._common import parse_selector
+
+    return path, parse_selector(fragment, source)
+
+
+def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, ModuleType]) -> list[RunFiles]:
+    """Each run of a store file (an MLflow SQLite store, a file-store run folder) as a run of its own,
+    named by its run name (then its experiment, then its id, where names repeat); the store's other
+    files are read with the run they belong to."""
+    out: list[RunFiles] = []
+    stored: list[tuple[RunFiles, str, str, str, str]] = []     # (run files, path, id, name, experiment)
+    store_label: dict[str, str] = {}
+    stores = 0
+    for run in runs:
+        rest = []
+        for path in run.files:
+            listing = getattr(loaders.get(path), "members", None)
+            if listing is None:
+                rest.append(path)
+                continue
+            stores += 1
+            stored.extend((run, path, run_id, name, group) for run_id, name, group in listing(path, selector))
+            store = loaders[path].store_of(path) if hasattr(loaders[path], "store_of") else path
+            store_label[path] = os.path.relpath(store, source) if _inside(store, source) and \
+                os.path.normpath(store) != os.path.normpath(source) else os.path.basename(store)
+        if rest:
+            out.append(run if len(rest) == len(run.files) else RunFiles(run.name, tuple(rest), run.uri, run.root,
+                                                                        run.refused, run.skipped))
+    if selector is not None and not stored:
+        what = "an MLflow store" if not stores else f"a run that matches {selector.describe()}"
+        raise InputError(source, f"#{selector.describe()} selects runs of an MLflow store; found no {what} here")
+    if stores and not stored and not out:
+        raise InputError(source, "a file of an MLflow run; check its run folder or the whole store (mlruns/)")
+    if selector is not None:
+        out = []                         # a selector reads the store's runs only
+    labels = [[name, f"{group}/{name}", f"{store_label[path]}:{group}/{name}", f"{store_label[path]}:{group}/{name} "
+               f"({run_id[:8]})"] for _, path, run_id, name, group in stored]
+    for i, (run, path, run_id, _, _) in enumerate(stored):
+        # the run name, with its experiment, then its store, then its id where names repeat
+        name = next(label for level, label in enumerate(labels[i])
+                    if level == 3 or sum(1 for other in labels if other[level] == label) == 1)
+        out.append(RunFiles(name=name, files=(path,), root="", refused=run.refused, member=run_id))
+    return out
+
+
 # --- finding files ------------------------------------------------------------------------------------
 
 def _single_file(path: str) -> RunFiles:
@@ -174,6 +309,9 @@ def _single_file(path: str) -> RunFiles:
     if loader is None and is_rollout_dump(path):
         raise InputError(path, "a rollout dump, not a metric log; measure its drift with "
                                "stabdiag probe FILE --model DIR, then check the run --with the series")
+    died = _died_before_first_step(path) if loader is None else None
+    if died is not None:
+        raise InputError(path, died)
     if loader is None:
         raise InputError(path, "not a metric log stabdiag can read (expected CSV, TSV, JSONL, Parquet, a "
                                "TensorBoard event file, a W&B run, trainer_state.json, a notebook or a "
@@ -183,10 +321,12 @@ def _single_file(path: str) -> RunFiles:
     return RunFiles(name=named, files=(path,), root=os.path.dirname(path))
 
 
-def _walk(source: str) -> tuple[list[tuple[str, ModuleType]], list[tuple[str, str]], list[tuple[str, str]]]:
+def _walk(source: str, folders: dict[str, int] | None = None
+          ) -> tuple[list[tuple[str, ModuleType]], list[tuple[str, str]], list[tuple[str, str]]]:
     """(file, reader) for every metric log under `source`, the log-like files no reader takes, and
     what could not be read at all (folders that could not be listed, files that cannot be opened, named
-    pipes and devices where a log was expected), each with why."""
+    pipes and devices where a log was expected), each with why; `folders` gets each folder walked and
+    how many files it holds."""
     claimed: list[tuple[str, ModuleType]] = []
     refused: list[tuple[str, str]] = []
     unreadable: list[tuple[str, str]] = []
@@ -198,6 +338,8 @@ def _walk(source: str) -> tuple[list[tuple[str, ModuleType]], list[tuple[str, st
     for dirpath, dirnames, filenames in os.walk(source, onerror=on_error):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         in_wandb = "wandb" in os.path.relpath(dirpath, source).split(os.sep)
+        if folders is not None:
+            folders[os.path.normpath(dirpath)] = len(filenames)
         for fname in sorted(filenames):
             path = os.path.join(dirpath, fname)
             if fname in _NOT_LOGS:
@@ -212,8 +354,27 @@ def _walk(source: str) -> tuple[list[tuple[str, ModuleType]], list[tuple[str, st
             if loader is not None and (not in_wandb or loader.__name__.endswith(".wandb")):
                 claimed.append((path, loader))
             elif not in_wandb and os.path.splitext(fname.lower())[1] in _LOGLIKE:
-                refused.append((path, "no metric lines of a format stabdiag reads"))
+                refused.append((path, _why_refused(path)))
     return claimed, refused, unreadable
+
+
+def _died_before_first_step(path: str) -> str | None:
+    """For a log no reader took: "died before its first logged step: <the exception>" when its tail is a
+    traceback (or another death) and it holds no metric line, else None."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - _TAIL_BYTES))
+            raw = fh.read()
+    except OSError:
+        return None
+    if b"\x00" in raw:
+        return None
+    return died_before_first_step(raw.decode("utf-8", errors="replace"))
+
+
+def _why_refused(path: str) -> str:
+    return _died_before_first_step(path) or "no metric lines of a format stabdiag reads"
 
 
 def _not_a_file(path: str, fname: str, in_wandb: bool) -> str | None:

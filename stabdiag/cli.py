@@ -358,9 +358,11 @@ def _stop(pool, *, finished: bool) -> None:
             process.terminate()
 
 
-def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tuple) -> list[_Outcome]:
-    """The runs read, after saying what a serial check says in its order: per path, the Python warnings
-    of loading and the error when no run could be read; the runs' `warning:` lines; a --with error; then
+def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tuple,
+            unread: list | None = None) -> tuple[list[_Outcome], list[tuple[str, str]]]:
+    """The runs read, and what was not read (path, why), after saying what a serial check says in its
+    order: per path, the Python warnings of loading and an `error:` line when nothing under it could be
+    read (raised instead when nothing at all could be); the runs' `warning:` lines; a --with error; then
     run by run, the Python warnings of diagnosing and the first error."""
     from .assemble import lost_runs
     from .errors import InputError
@@ -373,20 +375,39 @@ def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tupl
 
     results = iter(outcomes)
     loaded: list[_Outcome] = []
-    for source, group in zip(paths, found):
+    errors: list[InputError] = []           # a path nothing could be read from, beside others that could
+    not_read: list[tuple[str, str]] = []
+    for index, (source, group) in enumerate(zip(paths, found)):
         if isinstance(group, Exception):
-            raise group
+            if not isinstance(group, InputError):
+                raise group
+            errors.append(group)
+            not_read.append((source, group.problem))
+            continue
         mine, failed = [], []
         for outcome in (next(results) for _ in group):
             say(outcome.load_said)
             error = outcome.load_error
-            if error is not None and (len(group) == 1 or not isinstance(error, InputError)):
+            if error is not None and not isinstance(error, InputError):
                 raise error
             (mine.append(outcome) if error is None else failed.append((outcome.name, error)))
+        if not mine:
+            try:
+                lost_runs(source, failed, loaded=0)
+            except InputError as exc:
+                errors.append(exc)
+                not_read.append((source, exc.problem))
+            continue
         lost = lost_runs(source, failed, loaded=len(mine))
         if lost:
             mine[0] = _with_lost(mine[0], lost)
+        not_read.extend((name, str(exc)) for name, exc in failed)
+        not_read.extend(unread[index] if unread else ())
         loaded.extend(mine)
+    if not loaded and errors:
+        raise errors[0]
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
     for outcome in loaded:
         for warning in outcome.warnings:
             print(f"warning: {outcome.name}: {warning}", file=sys.stderr)
@@ -398,7 +419,7 @@ def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tupl
         say(outcome.diagnose_said)
         if outcome.error is not None:
             raise outcome.error
-    return loaded
+    return loaded, not_read
 
 
 def _with_lost(outcome: _Outcome, lost: tuple[str, ...]) -> _Outcome:
@@ -422,18 +443,24 @@ def _with_note(with_files: list[str]) -> str:
 
 
 def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int,
-                split_sources: bool) -> list[_Outcome]:
-    """Every run under `paths` checked with up to `jobs` worker processes, in order; what is said on
-    stderr, and which error ends the check, are the same for any number of jobs."""
-    from .assemble import discover
+                split_sources: bool) -> tuple[list[_Outcome], list[tuple[str, str]]]:
+    """Every run under `paths` checked with up to `jobs` worker processes, in order, and what was not
+    read; what is said on stderr, and which error ends the check, are the same for any number of jobs."""
+    from .assemble import discover_tree
+    from .errors import InputError
 
     found: list = []
-    for source in paths:            # a path that cannot be read ends the check there, as serially
+    unread: list = []
+    for source in paths:            # a path that cannot be read is named; any other error ends the check
         try:
-            found.append(discover(source, split_sources=split_sources))
+            runs, missed = discover_tree(source, split_sources=split_sources)
+            found.append(runs)
+            unread.append(missed)
         except Exception as exc:    # noqa: BLE001 - raised in its turn by `_replay`
             found.append(exc)
-            break
+            unread.append(())
+            if not isinstance(exc, InputError):
+                break
     extra: tuple = (None, ())
     if with_files:
         merged, error, said = _caught(lambda: _load_extra(with_files, job.load_options), job.debug)
@@ -442,7 +469,7 @@ def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int
         extra = (error, said)
     tasks = [run_files for group in found if not isinstance(group, Exception) for run_files in group]
     progress = bool(job.load_options.get("progress"))
-    return _replay(paths, found, _outcomes(job, tasks, jobs, progress), extra)
+    return _replay(paths, found, _outcomes(job, tasks, jobs, progress), extra, unread)
 
 
 def _write(path: str, text: str) -> None:
@@ -557,7 +584,7 @@ def check(
                    trends=fmt in ("terminal", "markdown") or terminal,
                    cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug,
                    drawing={"width": width, "color": color} if terminal else None)
-        checked = _check_runs(paths, with_files, job, jobs=settings.jobs, split_sources=split_sources)
+        checked, not_read = _check_runs(paths, with_files, job, jobs=settings.jobs, split_sources=split_sources)
         diagnoses = [outcome.diagnosis for outcome in checked]
         comparisons = []
         if baseline is not None:
@@ -567,7 +594,7 @@ def check(
             comparisons = [compare(before, d) for d in diagnoses]
         chosen = select_rules(rules, list(settings.select), list(settings.ignore))
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
-                   "settings": settings}
+                   "settings": settings, "not_read": tuple(not_read)}
         if output is not None:
             report = render(diagnoses, fmt, width=100, color=False, **options)
             _write(output, _with_comparisons(report, fmt, comparisons))

@@ -187,7 +187,8 @@ def _mark_downstream(findings: list[Finding], root: Finding | None) -> list[Find
 def _with_change_points(findings: list[Finding], signals: Signals, rules: dict[str, Rule]) -> list[Finding]:
     """Each finding of a trend rule gets its onset from one change-point model (the hinge of the best
     two-phase linear fit to its signal up to the finding's end, evidence.hinge_onset) with a 95% interval;
-    the evidence says both (`onset`, `onset_low`, `onset_high`; `change_step` = `onset`)."""
+    the evidence holds both (`onset`, `onset_low`, `onset_high`; `change_step` = `onset`) and the message
+    quotes them."""
     out = []
     for f in findings:
         s = signals.get(str(f.evidence.get("signal", "")))
@@ -199,8 +200,9 @@ def _with_change_points(findings: list[Finding], signals: Signals, rules: dict[s
         if onset is None:
             out.append(f)
             continue
-        out.append(replace(f, evidence={**f.evidence, "onset": onset.step, "onset_low": onset.low,
-                                        "onset_high": onset.high, "change_step": onset.step}))
+        out.append(replace(f, message=f"{f.message}; onset {onset.text()}",
+                           evidence={**f.evidence, "onset": onset.step, "onset_low": onset.low,
+                                     "onset_high": onset.high, "change_step": onset.step}))
     return out
 
 

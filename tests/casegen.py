@@ -54,12 +54,12 @@ def make_series(key: str, spec: dict, default_seed: int = 0) -> Series:
 
 
 def make_run(name: str, series_specs: dict[str, dict], ending: dict | None = None) -> Run:
-    """A run from series specs; `ending` ({kind, message}) is how its console said it ended."""
+    """A run from series specs; `ending` ({kind, message, planned}) is how its console said it ended."""
     series = {key: make_series(key, spec, i) for i, (key, spec) in enumerate(series_specs.items())}
     meta = {}
     if ending is not None:
         last = max(int(s.steps[-1]) for s in series.values()) if series else None
-        meta["ending"] = Ending(ending["kind"], ending.get("message", ""), "console.log", last)
+        meta["ending"] = Ending(ending["kind"], ending.get("message", ""), "console.log", last, ending.get("planned"))
     return Run(name, series, meta=meta)
 
 

@@ -75,7 +75,7 @@ def test_a_45_step_run_is_judged_on_layer_1_by_its_evidence():
     run = make_run("short", {"reward": {"ramp": [0.3, 0.8], "steps": 45, "noise": 0.01},
                              "eval/math_accuracy": {"ramp": [0.42, 0.42], "every": 5, "steps": 45}})
     assert diagnose(run).layers[0].status is Status.FAIL
-    noisy = make_run("short", {"reward": {"ramp": [0.3, 0.8], "steps": 45, "every": 3, "noise": 0.6},
+    noisy = make_run("short", {"reward": {"ramp": [0.3, 0.8], "steps": 45, "every": 3, "noise": 0.6, "seed": 2},
                                "eval/math_accuracy": {"ramp": [0.42, 0.42], "every": 5, "steps": 45}})
     diag = diagnose(noisy, select=["L1.reward-eval-divergence"])
     layer1 = diag.layers[0]

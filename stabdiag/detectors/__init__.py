@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param, Quiet
 from .clipping import fraction_held_high
+from .ending import ended_unfinished
 from .levels import level_above, log_ratio_off
 from .numeric import (
     CHAIN,
@@ -122,8 +123,9 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_entropy_drop_frac", 0.4, 0.05, 1, "relative entropy drop within the window"),
         _p("min_kl", 1e-4, 0, 1, "KL below this is treated as this (KL starts at 0)"),
         _p("warmup_frac", 0.25, 0, 0.9, "KL-alone warnings ignore this leading fraction of the run"),
-        _p("min_kl_accel", 2.0, 1, 100, "steepening: a window's KL rise (entropy fall) over the window "
-                                        "before's; a window without one before it never qualifies"),
+        _p("min_kl_accel", 2.0, 1, 100, "steepening: a window's KL rise over the window before's; a window "
+                                        "without one before it never qualifies"),
+        _p("min_entropy_accel", 1.5, 1, 100, "... and its entropy fall over the window before's"),
         _p("explained_zero_std_frac", 0.5, 0, 1, "zero-variance group fraction, before the drop, that explains it")),
         lambda p: (f"within {p['window_steps']:g} steps KL grows >= {p['min_kl_ratio']:g}x and entropy falls "
                    f">= {p['min_entropy_drop_frac']:.0%}; one alone warns")),
@@ -146,29 +148,28 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("window_steps", 100, 10, 1e6, "steps before each point that set its recent level (at least 10 points)"),
         _p("min_ratio", 10.0, 1.5, 100, "jump as a multiple of a positive recent level"),
         _p("min_jump_sd", 10.0, 2, 100, "jump in robust sds of the recent points"),
-        _p("isolated_max_count", 1, 0, 100, "at most this many absorbed spike episodes per window only warn"),
+        _p("isolated_max_count", 1, 0, 100, "more absorbed spike episodes than this per window are 'repeated'"),
         _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
         _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back (at least 2 "
                                        "points)"),
         _p("recover_sd", 5.0, 0, 100, "came back: their median, or 3 in a row, within this many robust sds "
                                       "of the level")),
         lambda p: (f"a point is >= {p['min_ratio']:g}x the median of the {p['window_steps']:g} steps "
-                   f"before it and >= {p['min_jump_sd']:g} robust sds above it; at most "
-                   f"{p['isolated_max_count']:g} spike(s) per {p['isolated_window_steps']:g} steps that the run "
-                   f"absorbs within {p['recover_steps']:g} steps only warn")),
+                   f"before it and >= {p['min_jump_sd']:g} robust sds above it; spikes the run absorbs within "
+                   f"{p['recover_steps']:g} steps only warn (more than {p['isolated_max_count']:g} per "
+                   f"{p['isolated_window_steps']:g} steps are said to repeat)")),
     DetectorSpec("spike_vs_ema", spike_vs_ema, (
         _p("ratio_vs_ema", 5.0, 1.5, 100, "value / EMA of the previous points"),
         _p("min_jump_sd", 5.0, 1, 100, "value above the EMA, in robust noise sds of the curve"),
         _p("ema_span_steps", 20, 1, 1e6, "EMA span, in steps"),
-        _p("isolated_max_count", 1, 0, 100, "at most this many absorbed spike episodes per window only warn"),
+        _p("isolated_max_count", 1, 0, 100, "more absorbed spike episodes than this per window are 'repeated'"),
         _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
         _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back"),
         _p("recover_ratio", 2.0, 1, 100, "came back: their median, or 3 in a row, under this x the EMA"),
         _p("min_level_of_median", 0.2, 0, 1, "the EMA is floored at this x the run's median")),
         lambda p: (f"a point is > {p['ratio_vs_ema']:g}x the EMA (span {p['ema_span_steps']:g} steps) of the "
-                   f"points before it and {p['min_jump_sd']:g} noise sds above it; at most "
-                   f"{p['isolated_max_count']:g} spike(s) that the run absorbs within {p['recover_steps']:g} "
-                   f"steps only warn")),
+                   f"points before it and {p['min_jump_sd']:g} noise sds above it; spikes the run absorbs "
+                   f"within {p['recover_steps']:g} steps only warn")),
     DetectorSpec("first_nonfinite", first_nonfinite, (),
                  lambda p: "the first step at which any of the signals is NaN or Inf, which came first, and "
                            "whether the run came back from it",
@@ -206,6 +207,10 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("ended_on_failure", ended_on_failure, (),
                  lambda p: "the console's tail shows out of memory, a collective timeout or lost worker, a kill "
                            "signal or another exception, or W&B recorded a non-zero exit code",
+                 sees_nonfinite=True),
+    DetectorSpec("ended_unfinished", ended_unfinished, (),
+                 lambda p: "the last logged step falls short of the planned length (progress-bar total, max_steps, "
+                           "train_iters) by more than the logging interval, with no final summary and no cause",
                  sees_nonfinite=True),
     DetectorSpec("level_above", level_above, (
         _p("warn_above", 0.05, 0, 1e9, "level that warns"),

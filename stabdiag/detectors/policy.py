@@ -87,7 +87,7 @@ def _fall_start(e: Curve, end: float, early: float) -> float:
 
 def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None, evals: list[Curve] | None = None,
                      *, window_steps, min_kl_ratio, min_entropy_drop_frac, min_kl, warmup_frac, min_kl_accel,
-                     explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
+                     min_entropy_accel, explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
     """Within one window KL at least doubles *and* entropy falls steeply, both faster than over the window
     before it (fail); one alone is a warning.  Seed 000: "moving too fast" is KL steepening and entropy
     falling faster, read on slopes: against the run's own earlier rate, so curves that converge (fast
@@ -113,17 +113,17 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
     ent_drop = np.where(e0 > 0, 1.0 - e1 / np.where(e0 > 0, e0, 1.0), 0.0)
     kl_up = (kl_ratio >= min_kl_ratio) & (k1 > min_kl)
     ent_down = ent_drop >= min_entropy_drop_frac
-    # steepening: a window's rate (per step) against the run's own rate before it (from its first step to
-    # the window's start), so a curve that converges (fast early, flattening) never qualifies; a window
-    # with under a quarter window of run before it has no earlier rate to beat
-    starts = grid[:-shift]
-    before = starts - lo
-    has_before = before >= max(window / 4.0, grid[1] - grid[0])
-    width = np.where(has_before, before, 1.0)
-    kl_before = np.maximum((kg[:-shift] - kg[0]) / width, 0.0)
-    fall_before = np.maximum((eg[0] - eg[:-shift]) / width, 0.0)
-    accel = has_before & ((k1 - kg[:-shift]) / window >= min_kl_accel * kl_before)
-    ent_accel = has_before & ((e0 - e1) / window >= min_kl_accel * fall_before)
+    # steepening: a window's change against the change over the window before it, so a curve that
+    # converges (fast early, flattening) never qualifies, and a window at the run's start has no earlier
+    # rate to beat (KL grows from 0 and entropy falls in every run's first steps)
+    prev = np.full(len(k0), np.nan)
+    prev_fall = np.full(len(e0), np.nan)
+    if len(kg) > 2 * shift:
+        prev[shift:] = kg[shift:-shift] - kg[:-2 * shift]
+        prev_fall[shift:] = eg[:-2 * shift] - eg[shift:-shift]
+    accel = np.isfinite(prev) & ((k1 - kg[:-shift]) >= min_kl_accel * np.maximum(np.nan_to_num(prev), 0.0))
+    ent_accel = np.isfinite(prev_fall) & ((e0 - e1) >= min_entropy_accel
+                                          * np.maximum(np.nan_to_num(prev_fall), 0.0))
     after_warmup = grid[:-shift] >= lo + warmup_frac * span
     both = kl_up & ent_down & accel & ent_accel
     kl_only = kl_up & accel & after_warmup & ~both

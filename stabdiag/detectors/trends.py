@@ -61,25 +61,28 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
                          f">= {min_steps:g} steps and 10 points")
     smooth = st.rolling_median(r.values, _smooth_window(len(r.values)))
     start_level = st.edge_level_by_steps(r.steps, r.values, edge_frac)
-    peak = int(np.argmax(smooth))
-    if smooth[peak] <= start_level:
-        return None
-    top = start_level + 0.8 * float(smooth[peak] - start_level)
-    high = np.flatnonzero(smooth[peak:] >= top)
-    last = peak + int(high[-1]) if len(high) else peak
-    # the level the curve holds at its top, not the smoothed maximum: a maximum of a running median is
-    # biased up by noise, and by how much depends on how many points were logged
-    rise = float(np.median(r.values[int(np.argmax(smooth >= top)):last + 1])) - start_level
-    if rise <= 0:
-        return None
     # how sure: the rise read on the whole judged run's two-phase fit (evidence.hinge_change), not on a
     # window chosen where the curve is highest (that finds "significant" rises in a wandering null)
     trend = ev.hinge_change(r.steps, r.values, noise_floor=ev.binomial_floor(r.values))
     # how large: a share of the range the fitted curve covers (a range read on the points themselves
     # grows with their noise, and would call a large rise drowned in noise small, i.e. clean)
     fitted_range = trend.fitted_range if math.isfinite(trend.fitted_range) else ev.smoothed_range(r.values)
-    rise_share = ev.share(rise, max(fitted_range, rise))
     fit_share = ev.share(trend.estimate, max(fitted_range, trend.estimate))
+    peak = int(np.argmax(smooth))
+    top = start_level + 0.8 * float(smooth[peak] - start_level)
+    high = np.flatnonzero(smooth[peak:] >= top)
+    last = peak + int(high[-1]) if len(high) else peak
+    # the level the curve holds at its top, not the smoothed maximum: a maximum of a running median is
+    # biased up by noise, and by how much depends on how many points were logged
+    rise = float(np.median(r.values[int(np.argmax(smooth >= top)):last + 1])) - start_level
+    if smooth[peak] <= start_level or rise <= 0 or r.steps[peak] - r.steps[0] < min_steps:
+        # no rise by the points (the curve is highest within its first steps); where the fit sees a large
+        # one the data cannot confirm, that is not a clean bill either
+        if trend.estimate > 0 and fit_share >= min_rise_share and trend.z < min_rise_z:
+            return NotJudged(f"too noisy to tell: {r.signal}'s fit rises {trend.text()}, its points peak "
+                             f"at step {int(r.steps[peak])}")
+        return None
+    rise_share = ev.share(rise, max(fitted_range, rise))
     if max(rise_share, fit_share) < min_rise_share:
         return None             # small by the points and by the fit: judged, and clean
     window = (float(r.steps[0]), float(r.steps[last]))

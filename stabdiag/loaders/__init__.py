@@ -7,6 +7,9 @@ and may expose:
     run_root(path: str) -> str          the folder that is this file's source (default: its folder)
     load_group(paths: list[str], **options) -> Run   read a source's files together (default: load)
     handles_uri(uri: str) -> bool / load_uri(uri, **options) -> Run   for scheme://… sources
+    run_uris(uri: str) -> list[(uri, name)]   a scheme://… source that names several runs, one URI each
+    members(path, selector) -> list[(id, name, group)] / load_member(path, id, **options) -> Run
+                                        a file that holds several runs (an MLflow store), read run by run
 
 Which files make one training run, and how they merge, is the assembly step's business
 (stabdiag.assemble), not a reader's.  LOADERS is ordered most specific first; the first whose
@@ -17,10 +20,11 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import megatron_golden, tabular, tensorboard, text, trainer_state, wandb
+from . import megatron_golden, mlflow, tabular, tensorboard, text, trainer_state, wandb
 from .text import notebook
 
-LOADERS: tuple[ModuleType, ...] = (wandb, tensorboard, megatron_golden, tabular, trainer_state, notebook, text)
+LOADERS: tuple[ModuleType, ...] = (wandb, tensorboard, mlflow, megatron_golden, tabular, trainer_state, notebook,
+                                   text)
 
 
 def loader_for(path: str) -> ModuleType | None:

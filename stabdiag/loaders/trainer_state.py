@@ -12,6 +12,7 @@ import json
 import math
 import re
 
+from ..ending import Planned
 from ..errors import InputError
 from ..run import STEP_RANGE, Run, as_float, exact_step, shown_number
 from . import _common
@@ -107,6 +108,9 @@ def load(path: str, **options) -> Run:
     run = points.to_run(path, framework="HF Trainer", fmt=FORMAT, notes=notes)
     if summary:
         run.meta["summary"] = summary
+    max_steps = data.get("max_steps")
+    if isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps > 0:
+        run.meta["planned"] = Planned(max_steps, "the max_steps", path)
     global_step = data.get("global_step")
     if isinstance(global_step, int) and exact_step(global_step) is not None:
         run.meta["global_step"] = global_step      # orders checkpoint copies against the final one

@@ -71,4 +71,6 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
                 lines.append(command("notice", f"{diag.run}: layer {r.layer} ({LAYER_NAMES[r.layer]}) not "
                                      f"judged ({r.unknown_reason}): {r.not_judged_text()}",
                                      file=file, title=f"stabdiag layer {r.layer} not judged"))
+    for path, why in options.get("not_read") or ():      # named, never skipped silently
+        lines.append(command("warning", f"{path}: not read: {why}", title="stabdiag not read"))
     return "\n".join(lines) + ("\n" if lines else "")

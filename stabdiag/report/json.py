@@ -13,4 +13,6 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
     doc = report_dict(diagnoses, __version__)
     if options.get("settings") is not None:      # the config file and every value with its origin
         doc["settings"] = settings_dict(options["settings"])
+    # every path given and every folder beside the runs that held nothing readable, with why
+    doc["not_read"] = [{"path": path, "reason": why} for path, why in options.get("not_read") or ()]
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"

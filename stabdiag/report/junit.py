@@ -93,6 +93,15 @@ def render(diagnoses: list[Diagnosis], *, fail_on: str = "fail", rules=None, all
         root.append(suite)
         for key in totals:
             totals[key] += int(suite.get(key, "0"))
+    not_read = options.get("not_read") or ()
+    if not_read:            # each path or folder that held nothing readable, as a skipped test naming why
+        suite = ET.SubElement(root, "testsuite", name="not read", tests=str(len(not_read)), failures="0",
+                              errors="0", skipped=str(len(not_read)), time="0")
+        for path, why in not_read:
+            case = ET.SubElement(suite, "testcase", classname="not_read", name=path, time="0")
+            ET.SubElement(case, "skipped", message=why)
+        totals["tests"] += len(not_read)
+        totals["skipped"] += len(not_read)
     for key, value in totals.items():
         root.set(key, str(value))
     root.set("time", "0")

@@ -185,4 +185,10 @@ def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool 
         console.print()
         console.print(f"{len(diagnoses)} runs: {counts['pass']} pass, {counts['warn']} warn, "
                       f"{counts['fail']} fail" + (f", {counts['unknown']} unknown" if counts["unknown"] else ""))
+    not_read = options.get("not_read") or ()
+    if not_read:                        # an empty run dir or a path that is gone is named, never skipped
+        console.print()
+        console.print(Text(f"Not read ({len(not_read)}):", style="bold"))
+        for path, why in not_read:
+            console.print(Text(f"  {path}: {why}"))
     return buffer.getvalue()

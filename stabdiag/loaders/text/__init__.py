@@ -28,7 +28,7 @@ import re
 from dataclasses import replace
 
 from ..._textio import unfinished_line_note, without_unfinished_line
-from ...ending import ending_of_console
+from ...ending import ending_of_console, planned_of_console
 from ...errors import InputError
 from ...run import Run, run_name_for
 from .. import _common
@@ -113,6 +113,9 @@ def load_text(path: str, text: str) -> Run:
     ending = ending_of_console(text, os.path.basename(path))     # the whole text: a crash's last words count
     if ending is not None:
         run.meta["ending"] = ending
+    planned = planned_of_console(text)
+    if planned is not None:
+        run.meta["planned"] = replace(planned, file=path)
     if cut is not None and _has_numbers(text[len(complete):]):
         run = replace(run, notes=run.notes + (unfinished_line_note(path, cut),))
     return run

@@ -204,7 +204,17 @@ def load(path: str, **options) -> Run:
 
 
 def _table_run(path: str, tables: list[list[list[str]]], cut: list[str]) -> Run | None:
-    """The run of the progress tables, or None when they hold no row."""
+    """The run of the progress tables, or None when they hold no row.  Tables with the same columns are
+    one training continued (merged, a later row replacing an earlier one); a table with other columns is
+    another trainer (Unsloth's GRPO notebooks fine-tune the format with SFTTrainer before GRPOTrainer):
+    then the last table is the run, and the note says what was left out."""
+    skipped = ""
+    kept = [t for t in tables if t and t[0] == tables[-1][0]] if tables else []
+    if len(kept) < len(tables):
+        others = len(tables) - len(kept)
+        skipped = (f"{os.path.basename(path)}: {others} earlier progress table(s) with other columns (another "
+                   "trainer, e.g. an SFT warm-up) not read; the last table's training is the run")
+        tables = kept
     points, rows, blank = Points(), 0, 0
     for table in tables:
         header = [_column(c) for c in table[0]]
@@ -221,7 +231,8 @@ def _table_run(path: str, tables: list[list[list[str]]], cut: list[str]) -> Run 
                 points.add(step, key, value)
     if not rows:
         return None
-    notes = [f"{os.path.basename(path)}: read {rows} row(s) of {len(tables)} progress table(s)"]
+    notes = [f"{os.path.basename(path)}: read {rows} row(s) of {len(tables)} progress table(s)"] + \
+        ([skipped] if skipped else [])
     if any(t[0][0].strip().lower() == "epoch" for t in tables):
         notes.append(f"{os.path.basename(path)}: the table counts epochs, not steps: step = epoch")
     if blank:

@@ -152,6 +152,7 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
     for key in ("check_first_sft", "consequence_of"):
         if not isinstance(body.get(key, []), list):
             raise fail(f"{key} must be a list", key)
+    _check_contract(spec, body, optional, fail)
     example = body["example"]
     if not example.get("fires") or not example.get("quiet"):
         raise fail("example needs both 'fires' and 'quiet'", "example")
@@ -170,6 +171,38 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
         known_limits=body.get("known_limits", ""), aliases=tuple(body.get("aliases", ())),
         check_first_sft=tuple(body.get("check_first_sft", ())), consequence_of=tuple(body.get("consequence_of", ())),
         source=path)
+
+
+# fields every finding's message may quote besides its detector's evidence (the engine adds them)
+_ENGINE_FIELDS = frozenset({"start", "end", "onset", "onset_low", "onset_high", "change_step"})
+
+
+def _check_contract(spec: DetectorSpec, body: dict, optional: dict, fail) -> None:
+    """The rule against its detector's contract: every wired argument is one the detector takes, every
+    curve it needs is wired, and the message quotes only fields its evidence has (issue 24: a typo there
+    was an "internal error", or a "{field}" left in the text, at run time)."""
+    inputs = spec.inputs()
+    required, takes_optional = inputs if inputs is not None else ((), ())
+    takes = set(required) | set(takes_optional)
+    for wiring in (body["signals"], optional) if inputs is not None else ():
+        for arg in wiring:
+            if arg not in takes:
+                close = difflib.get_close_matches(arg, sorted(takes), n=1)
+                raise fail(f"detector {spec.name} takes no curve '{arg}' (it takes: {', '.join(sorted(takes))})"
+                           + (f"; did you mean '{close[0]}'?" if close else ""), arg)
+    unwired = [a for a in required if a not in body["signals"]]
+    if unwired and body.get("requires", "all") != "any":
+        raise fail(f"detector {spec.name} needs curve(s) {', '.join(unwired)} wired under signals", "signals")
+    if spec.evidence:
+        import string
+        fields = {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(body["message"])
+                  if name}
+        unknown = sorted(fields - set(spec.evidence) - _ENGINE_FIELDS)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], spec.evidence, n=1)
+            raise fail(f"message quotes {', '.join(unknown)}, which detector {spec.name} does not return (it "
+                       f"returns: {', '.join(spec.evidence)})" + (f"; did you mean '{close[0]}'?" if close else ""),
+                       "message")
 
 
 def parse_rule_file(text: str, path: str, table: AliasTable | None = None) -> list[Rule]:
@@ -194,6 +227,23 @@ def _check_unique(rules: list[Rule]) -> None:
                 raise RuleError(rule.source, f"duplicate rule id '{name}' (also in {seen[name].source})",
                                 rule_id=rule.id)
             seen[name] = rule
+    for rule in rules:
+        for cause in rule.consequence_of:
+            if cause not in seen:
+                close = difflib.get_close_matches(cause, list(seen), n=1)
+                raise RuleError(rule.source, f"rule {rule.id}: consequence_of names no rule '{cause}'"
+                                + (f" (did you mean '{close[0]}'?)" if close else ""), rule_id=rule.id,
+                                line=_line_in(rule.source, cause))
+
+
+def _line_in(path: str, needle: str) -> int | None:
+    """The line of `needle` in a rule file, for an error found after parsing (shipped files may be in a
+    wheel: then no line)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return _toml.line_of(fh.read(), needle)
+    except OSError:
+        return None
 
 
 def load_rules(extra_dirs: list[str | os.PathLike[str]] | None = None) -> tuple[Rule, ...]:

@@ -93,6 +93,13 @@ example = { fires = "a", quiet = "b" }
     ('why = "because"', 'why = ""', "missing or empty 'why'"),
     ('quiet = "b"', 'quiet = ""', "example needs both"),
     ('id = "L3.test-spike"', 'id = "L3.Test_Spike"', "must look like"),
+    # the detector's contract (issue 24): its curves, and the evidence fields a message may quote
+    ('signals = { values = "grad_norm" }', 'signals = { valeus = "grad_norm" }',
+     "takes no curve 'valeus'.*did you mean 'values'"),
+    ('signals = { values = "grad_norm" }', 'signals = { values = "grad_norm", loss = "loss" }',
+     "takes no curve 'loss'"),
+    ('message = "x"', 'message = "{value:.3g} at step {start}, {ratoi:.1f}x"',
+     "quotes ratoi, which detector spike_vs_ema does not return.*did you mean 'ratio'"),
 ])
 def test_bad_rule_files_are_refused_with_file_line_and_id(old, new, problem):
     with pytest.raises(RuleError, match=problem) as info:
@@ -111,3 +118,36 @@ def test_good_rule_parses_and_duplicate_ids_are_refused(tmp_path):
 def test_extra_rules_directory_adds_rules(tmp_path):
     (tmp_path / "mine.toml").write_text(GOOD)
     assert "L3.test-spike" in {r.id for r in load_rules([tmp_path])}
+
+
+def test_a_rule_naming_a_consequence_of_an_unknown_rule_is_refused(tmp_path):
+    (tmp_path / "a.toml").write_text(GOOD.replace('example =', 'consequence_of = ["L2.entropy-colapse"]\nexample ='))
+    with pytest.raises(RuleError, match="consequence_of names no rule 'L2.entropy-colapse'.*L2.entropy-collapse"):
+        load_rules([tmp_path])
+
+
+def test_every_message_quotes_only_its_detectors_evidence_and_every_finding_returns_only_declared_fields():
+    """The declared evidence fields are the detectors' real ones: every finding of every rule case returns
+    no field its detector does not declare (so a message checked at load time cannot quote a field that
+    is not there)."""
+    from stabdiag.detectors import DETECTORS
+    from stabdiag.engine import diagnose
+    from tests.casegen import make_run
+    engine_fields = {"onset", "onset_low", "onset_high", "change_step"}
+    rules = {r.id: r for r in load_rules()}
+    checked = 0
+    for path in sorted(CASES_DIR.glob("*.toml")):
+        data = _toml.loads(path.read_text())
+        rule = rules.get(data["rule"])
+        declared = set(DETECTORS[rule.detector].evidence) if rule else set()
+        if not declared:
+            continue
+        for case in data.get("case", []):
+            if case.get("expect") != "fires":
+                continue
+            diag = diagnose(make_run(case["name"], case.get("series", {}), case.get("ending")), select=[rule.id])
+            for f in diag.findings:
+                if f.rule == rule.id:
+                    assert set(f.evidence) - declared - engine_fields == set(), (rule.id, case["name"])
+                    checked += 1
+    assert checked >= 25

@@ -271,3 +271,37 @@ _TRENDS = frozenset({"trend_divergence", "component_divergence", "growth_while_f
                      "growth_while_steady", "kl_entropy_joint", "floor_breach", "collapse_below",
                      "sustained_rise_over_early", "high_fraction_sustained"})
 DETECTORS = {name: replace(spec, trend=True) if name in _TRENDS else spec for name, spec in DETECTORS.items()}
+
+# the Evidence fields each detector returns: a rule's message template is checked against them at load time
+# (tests/test_rule_catalog.py checks every finding of the rule cases returns no field undeclared here)
+_SPIKE = ("absorbed", "count", "key", "ratio", "signal", "value")
+_LEVEL = ("catastrophic", "key", "level", "off_pct", "peak", "points", "ratio", "signal", "threshold", "value")
+_RISE = ("eval_changes", "evals", "key", "level_peak", "level_start", "n_eff", "rise", "rise_high", "rise_low",
+         "rise_share", "rise_z", "signal")
+_ENDING = ("message", "source", "step", "what", "planned")
+EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
+    "collapse_below": ("first_step", "frac", "initial", "key", "level", "signal"),
+    "component_divergence": _RISE, "trend_divergence": _RISE,
+    "ended_on_failure": _ENDING, "ended_on_nonfinite": _ENDING, "ended_unfinished": _ENDING,
+    "first_nonfinite": ("count", "first_steps", "key", "kind", "recovered", "signal", "step", "then"),
+    "floor_breach": ("early", "floor", "floor_frac", "key", "last", "lowest", "signal"),
+    "fraction_climb_while_rising": ("frac_end", "frac_start", "key", "reward_end", "reward_key", "reward_rise_z",
+                                    "reward_start", "reward_trend", "signal"),
+    "frozen_values": ("key", "points", "signal", "steps", "value"),
+    "growth_while_flat": ("eval_changes", "evals", "growth", "key", "level_end", "level_start", "signal"),
+    "growth_while_steady": ("growth", "key", "level_end", "level_start", "loss", "signal"),
+    "high_fraction_sustained": ("fraction", "key", "kind", "signal"),
+    "kl_entropy_joint": ("entropy_drop", "entropy_end", "entropy_start", "kl_end", "kl_ratio", "kl_start",
+                         "moved", "signal", "window"),
+    "level_above": _LEVEL, "log_ratio_off": _LEVEL,
+    "rise_from_best": ("best", "best_step", "key", "last", "rise", "signal"),
+    "rising_trend_before_event": ("baseline", "before_event", "event_step", "key", "lead", "rise", "signal"),
+    "spike_vs_ema": _SPIKE + ("ema",), "spike_vs_recent": _SPIKE + ("recent",),
+    "superseded_blowup": ("key", "kind", "restart", "rolled_back", "signal", "step", "value"),
+    "sustained_rise_over_early": ("early", "key", "level", "peak", "peak_ratio", "ratio", "signal", "stretch"),
+    "lr_collapsed_early": ("frac_of_peak", "key", "level", "peak", "peak_step", "run_frac", "signal", "stretch"),
+    "fraction_held_high": ("fraction", "key", "peak", "run_frac", "signal", "stretch", "threshold"),
+    "value_head_diverging": ("readings", "signal", "what"),
+    "loss_flat_in_warmup": ("drop", "key", "level_end", "level_start", "lr_end", "lr_key", "lr_middle", "signal"),
+}
+DETECTORS = {name: replace(spec, evidence=EVIDENCE_FIELDS.get(name, ())) for name, spec in DETECTORS.items()}

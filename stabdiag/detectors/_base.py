@@ -99,6 +99,21 @@ class DetectorSpec:
     describe: Callable[[dict], str]
     sees_nonfinite: bool = False      # gets the whole series, not the part before the first NaN
     trend: bool = False               # its finding is a trend: the onset comes from the change-point model
+    evidence: tuple[str, ...] = ()    # the Evidence fields it returns (a rule's message may quote only these)
+
+    def inputs(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """The curves it takes, by argument name: (required, optional), or None for a detector that takes
+        any (**curves).  Read from the function's signature (the arguments before its keyword-only
+        parameters), so the wiring a rule file declares is checked against the detector itself."""
+        import inspect
+        required, optional = [], []
+        for name, p in inspect.signature(self.fn).parameters.items():
+            if p.kind is p.VAR_KEYWORD:
+                return None
+            if p.kind is p.KEYWORD_ONLY:
+                break
+            (required if p.default is p.empty else optional).append(name)
+        return tuple(required), tuple(optional)
 
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params}

@@ -16,6 +16,7 @@ import math
 from dataclasses import replace
 
 from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param, Quiet
+from .clipping import fraction_held_high
 from .ending import ended_unfinished
 from .levels import level_above, log_ratio_off
 from .numeric import (
@@ -28,6 +29,7 @@ from .numeric import (
     sustained_rise_over_early,
 )
 from .policy import collapse_below, floor_breach, kl_entropy_joint
+from .schedule import loss_flat_in_warmup, lr_collapsed_early
 from .spikes import rising_trend_before_event, spike_vs_ema, spike_vs_recent
 from .trends import (
     component_divergence,
@@ -38,6 +40,7 @@ from .trends import (
     rise_from_best,
     trend_divergence,
 )
+from .value import value_head_diverging
 
 __all__ = ["CHAIN", "DETECTORS", "Curve", "DetectorSpec", "Evidence", "NotJudged", "Param", "Quiet"]
 
@@ -230,6 +233,37 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                    f"warn) or {p['fail_above']:.3g} ({math.exp(p['fail_above']):.2f}x, fail) for >= "
                    f"{p['min_stretch_steps']:g} steps, or one value is off by more than "
                    f"{math.exp(min(p['catastrophic_above'], 700)):.3g}x")),
+    DetectorSpec("lr_collapsed_early", lr_collapsed_early, (
+        _p("collapse_frac", 0.01, 0.0001, 0.2, "collapsed: below this fraction of the schedule's peak"),
+        _p("min_after_frac_of_run", 0.2, 0.07, 0.9, "shortest collapsed stretch, as a fraction of the run (a cosine "
+                                                   "decay to 0 spends its last 6.4% under 1% of the peak)"),
+        _p("min_after_steps", 20, 1, 1e6, "shortest collapsed stretch, in steps")),
+        lambda p: (f"after its peak the learning rate falls below {p['collapse_frac']:.0%} of that peak and stays "
+                   f"there for >= {p['min_after_frac_of_run']:.0%} of the run and >= {p['min_after_steps']:g} steps")),
+    DetectorSpec("fraction_held_high", fraction_held_high, (
+        _p("high_frac", 0.3, 0.05, 0.95, "fraction (0-1) that counts as high"),
+        _p("min_stretch_steps", 20, 1, 1e6, "shortest high stretch, in steps"),
+        _p("min_stretch_frac_of_run", 0.2, 0, 0.9, "shortest high stretch, as a fraction of the run")),
+        lambda p: (f"the running median of the fraction stays >= {p['high_frac']:g} for >= "
+                   f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run")),
+    DetectorSpec("value_head_diverging", value_head_diverging, (
+        _p("min_loss_ratio", 4.0, 1.5, 100, "value loss over its early level that counts as diverged"),
+        _p("early_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the value loss's early level"),
+        _p("min_learned_explained_var", 0.2, 0, 0.99, "explained variance the critic must have reached first"),
+        _p("max_explained_var", 0.0, -10, 0.9, "explained variance below this has lost the returns"),
+        _p("min_stretch_steps", 20, 1, 1e6, "shortest stretch, in steps"),
+        _p("min_stretch_frac_of_run", 0.2, 0, 0.9, "shortest stretch, as a fraction of the run")),
+        lambda p: (f"the value loss holds >= {p['min_loss_ratio']:g}x its early level, or the explained variance "
+                   f"falls from >= {p['min_learned_explained_var']:g} to < {p['max_explained_var']:g}, for >= "
+                   f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run; one "
+                   f"warns, both fail")),
+    DetectorSpec("loss_flat_in_warmup", loss_flat_in_warmup, (
+        _p("min_drop_frac", 0.02, 0.001, 0.5, "a loss that ends less than this fraction below its start has not moved"),
+        _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the loss's start and end levels"),
+        _p("min_climb_ratio", 1.5, 1.05, 100, "still warming up: the last lr is this x its mid-run level, and the "
+                                              "highest")),
+        lambda p: (f"the learning rate is still climbing at the end (>= {p['min_climb_ratio']:g}x its mid-run "
+                   f"level) while the loss ends less than {p['min_drop_frac']:.0%} below its start")),
 )}
 
 
@@ -267,5 +301,9 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "spike_vs_ema": _SPIKE + ("ema",), "spike_vs_recent": _SPIKE + ("recent",),
     "superseded_blowup": ("key", "kind", "restart", "rolled_back", "signal", "step", "value"),
     "sustained_rise_over_early": ("early", "key", "level", "peak", "peak_ratio", "ratio", "signal", "stretch"),
+    "lr_collapsed_early": ("frac_of_peak", "key", "level", "peak", "peak_step", "run_frac", "signal", "stretch"),
+    "fraction_held_high": ("fraction", "key", "peak", "run_frac", "signal", "stretch", "threshold"),
+    "value_head_diverging": ("readings", "signal", "what"),
+    "loss_flat_in_warmup": ("drop", "key", "level_end", "level_start", "lr_end", "lr_key", "lr_middle", "signal"),
 }
 DETECTORS = {name: replace(spec, evidence=EVIDENCE_FIELDS.get(name, ())) for name, spec in DETECTORS.items()}

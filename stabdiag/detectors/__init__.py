@@ -84,7 +84,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its level is not flat"),
         _p("min_gain_se", 2.0, 0.5, 10, "... and more than this many standard errors of its gain"),
         _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the start and end levels"),
-        _p("min_steps", 50, 5, 1e6, "shortest run judged, in steps"),
+        _p("min_steps", 20, 5, 1e6, "shortest run judged, in steps (shorter growth is judged by its evidence)"),
         _p("min_flat_points", 4, 3, 1e6, "fewest eval points needed to read an eval")),
         lambda p: (f"the signal ends >= {p['min_growth_ratio']:g}x its start level while no eval gains "
                    f">= {p['max_flat_gain_rel']:.0%} of its own level by >= {p['min_gain_se']:g} standard errors")),

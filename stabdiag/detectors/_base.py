@@ -145,16 +145,5 @@ def _ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return slope, sigma / math.sqrt(sxx)
 
 
-def _change_se(curve: Curve, start_step: float, end_step: float) -> float:
-    """Standard error of a straight-line change over [start, end], from the curve's own point noise."""
-    inside = (curve.steps >= start_step) & (curve.steps <= end_step)
-    steps = curve.steps[inside].astype(np.float64)
-    if len(steps) < 3:
-        return math.inf
-    spread = float(np.sum((steps - steps.mean()) ** 2))
-    sigma = st.noise_sd(curve.values[inside])
-    return sigma * float(end_step - start_step) / math.sqrt(spread) if spread > 0 else math.inf
-
-
 def _eval_summary(changes: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:+.3f}" for k, v in changes.items())

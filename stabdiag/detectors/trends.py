@@ -20,13 +20,13 @@ from ._base import (
     Evidence,
     NotJudged,
     Quiet,
-    _change_se,
     _eval_summary,
     _level_change,
     _ols_slope,
     _smooth_window,
 )
 
+_SURE_Z = 3.0            # a growth the length rule reads as sure (the divergence rule's min_rise_z)
 _FLAT_RISE_SE = 1.5      # an eval that rose this many of its standard errors is not called flat
 
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
@@ -168,9 +168,12 @@ def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: 
 
 def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, max_flat_gain_rel,
                       min_gain_se, edge_frac, min_steps, min_flat_points) -> Evidence | NotJudged | None:
-    """`growing` ends at least `min_growth_ratio` x its start level while every `flat` curve stays flat.
-    An eval improves when it gains more than `max_flat_gain_rel` of its own level *and* more than
-    `min_gain_se` standard errors of that gain (a noisy eval's wobble is not an improvement)."""
+    """`growing` ends at least `min_growth_ratio` x its start level, surely (its two-phase trend 3
+    autocorrelation-corrected standard errors clear of 0, detectors/evidence.py), while every `flat` curve
+    stays flat.  An eval improves when it gains more than `max_flat_gain_rel` of its own level *and* more
+    than `min_gain_se` standard errors of that gain, corrected for its autocorrelation (a noisy eval's
+    wobble is not an improvement), or when it rose that surely and that much from its first point to its
+    later level.  A growth the data cannot confirm is "too noisy to tell", never a pass."""
     g = growing.finite()
     if len(g.steps) < 10 or g.span < min_steps:
         return NotJudged(f"{g.signal} covers {g.span} steps in {len(g.steps)} points; growth is judged over "
@@ -189,9 +192,17 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         if points < min_flat_points:
             continue
         base = max(abs(st.edge_level_by_steps(c.steps, c.values, edge_frac)), 1e-12)
-        if change / base > max_flat_gain_rel and change > min_gain_se * _change_se(c, *window):
+        se = ev.window_change(c.steps, c.values, *window).se
+        jumped = ev.level_gain(c.values[(c.steps >= window[0]) & (c.steps <= window[1])])
+        if change / base > max_flat_gain_rel and change > min_gain_se * se:
+            return None
+        if jumped.z >= min_gain_se and jumped.estimate / base > max_flat_gain_rel:
             return None
         changes[c.signal] = change
+    growth = ev.hinge_change(g.steps, g.values)
+    if changes and growth.z < _SURE_Z:
+        return NotJudged(f"too noisy to tell: {g.signal} {start_level:.3g} -> {end_level:.3g} "
+                         f"({end_level / start_level:.1f}x), its trend {growth.text()}")
     if not changes:
         return NotJudged(f"{g.signal} grew {end_level / start_level:.1f}x, but no eval has {min_flat_points:g} "
                          "points to tell whether it improved")

@@ -38,8 +38,8 @@ class _LazyCoercion:
         annotation = self.descriptor.annotation
         if value is None:                 # as typer's RuntimeParam.coerce: nothing given
             return () if param.multiple or param.nargs == -1 else None
-        if annotation is str and isinstance(value, str):
-            return value
+        if (annotation is str and isinstance(value, str)) or (annotation is bool and isinstance(value, bool)):
+            return value          # a flag's False (typer's --install-completion / --show-completion) too
         if annotation == list[str] and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
             return list(value)
         if self.typed is None:
@@ -88,6 +88,11 @@ class _DeferredCoercion:
         option = super().get_help_option(ctx)
         _defer_coercion([option] if option is not None else [])
         return option
+
+    def parse_args(self, ctx, args):
+        # typer adds --install-completion / --show-completion after the group is built
+        _defer_coercion(self.params)
+        return super().parse_args(ctx, args)
 
 
 class _Command(_DeferredCoercion, TyperCommand):

@@ -27,7 +27,6 @@ from ._base import (
 )
 
 _SURE_Z = 3.0            # a growth the length rule reads as sure (the divergence rule's min_rise_z)
-_FLAT_RISE_SE = 1.5      # an eval that rose this many of its standard errors is not called flat
 
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
                           re.IGNORECASE)
@@ -159,10 +158,6 @@ def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: 
         return "tracks"
     if rel > gain_rel or rel + se_count * rel_se > upper_rel:
         return f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
-    if rel > _FLAT_RISE_SE * rel_se:
-        # it rose, if only a little and not surely: an eval that moves with the reward at a fraction of its
-        # pace (the reward's rise is sure over thousands of steps, the eval's is not) is not flat
-        return f"{c.signal} rose {rel:+.1%} +- {rel_se:.1%} of its scale: too little to track, too much to call flat"
     return gain
 
 

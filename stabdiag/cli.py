@@ -100,10 +100,28 @@ def _choice(flag: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _say(line: str) -> None:
+    """One `error:`/`warning:`/`note:` line on stderr, every value in it escaped (report._escape)."""
+    from .report._escape import stderr
+
+    print(stderr(line), file=sys.stderr)
+
+
+def _traceback() -> None:
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+
+
 def _guarded(fn, debug: bool = False) -> None:
-    """Run a command body; library errors become one `error:` line and exit code 2.  numpy's warnings
-    about arithmetic on Inf and NaN (evidence in a metric, reported as findings) stay off stderr
-    unless --debug."""
+    """Run a command body; library errors become one `error:` line and exit code 2 (with --debug too:
+    the traceback comes before the line, the exit code stays).  numpy's warnings about arithmetic on Inf
+    and NaN (evidence in a metric, reported as findings) stay off stderr unless --debug."""
+    try:
+        os.getcwd()
+    except OSError:
+        _say("error: the working directory no longer exists (deleted?); cd to one that does and rerun")
+        raise typer.Exit(2) from None
     try:
         with warnings.catch_warnings():
             if not debug:
@@ -113,8 +131,8 @@ def _guarded(fn, debug: bool = False) -> None:
         raise typer.Exit(done.code) from None
     except StabdiagError as exc:
         if debug:
-            raise
-        print(f"error: {exc}", file=sys.stderr)
+            _traceback()
+        _say(f"error: {exc}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -126,9 +144,8 @@ def _guarded(fn, debug: bool = False) -> None:
         raise typer.Exit(0) from None
     except Exception as exc:  # an internal error still gets one line; --debug shows the traceback
         if debug:
-            raise
-        print(f"error: internal error: {type(exc).__name__}: {exc}; rerun with --debug and report it",
-              file=sys.stderr)
+            _traceback()
+        _say(f"error: internal error: {type(exc).__name__}: {exc}; rerun with --debug and report it")
         raise typer.Exit(2) from None
 
 
@@ -152,7 +169,7 @@ def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str],
     runs = load(paths, split_sources=split_sources, **options)
     for run in runs:
         for warning in run.warnings:
-            print(f"warning: {run.name}: {warning}", file=sys.stderr)
+            _say(f"warning: {run.name}: {warning}")
     if with_files:
         merged = _load_extra(with_files, options)
         runs = [r.with_series(merged.series, note=_with_note(with_files)) for r in runs]
@@ -170,8 +187,8 @@ def _settings(paths: list[str], config: Optional[str], flags: dict):
     if config and cfg is None:
         raise ConfigError(f"--config {config}: no [tool.stabdiag] table in it")
     for ignored in configs_in_data(paths, cfg):
-        print(f"warning: {ignored}: not read: a config file beside the data being judged is never applied; "
-              "settings come from the project (the working directory up) or --config FILE", file=sys.stderr)
+        _say(f"warning: {ignored}: not read: a config file beside the data being judged is never applied; "
+             "settings come from the project (the working directory up) or --config FILE")
     return resolve_settings(cfg, flags)
 
 
@@ -389,7 +406,7 @@ def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tupl
         loaded.extend(mine)
     for outcome in loaded:
         for warning in outcome.warnings:
-            print(f"warning: {outcome.name}: {warning}", file=sys.stderr)
+            _say(f"warning: {outcome.name}: {warning}")
     extra_error, extra_said = extra
     say(extra_said)
     if extra_error is not None:
@@ -473,6 +490,7 @@ def _with_comparisons(text: str, fmt: str, comparisons) -> str:
     """The report with the baseline comparison added in the format's own way."""
     if not comparisons:
         return text
+    from .report._escape import visible
     from .report.github import command
 
     if fmt == "json":
@@ -482,7 +500,7 @@ def _with_comparisons(text: str, fmt: str, comparisons) -> str:
     if fmt == "markdown":
         return text + "\n" + "\n".join(c.markdown() for c in comparisons)
     if fmt == "github":
-        return text + "".join(command("notice", c.summary, title=f"stabdiag baseline {c.baseline} -> {c.run}")
+        return text + "".join(command("notice", visible(c.summary), title=f"stabdiag baseline {c.baseline} -> {c.run}")
                               + "\n" for c in comparisons)
     if fmt == "terminal":
         return text + "\n" + "".join(c.text() for c in comparisons)
@@ -579,11 +597,12 @@ def check(
             sys.stdout.write(_with_comparisons(render(diagnoses, fmt, **options), fmt, comparisons))
             if fmt == "junit":
                 for c in comparisons:
-                    print(f"baseline: {c.summary}", file=sys.stderr)
+                    _say(f"baseline: {c.summary}")
         if not terminal:
-            for diag in diagnoses:
-                for note in diag.notes:
-                    print(f"warning: {diag.run}: {note}", file=sys.stderr)
+            for outcome in checked:             # each note once: the `warning:` lines above said some
+                for note in outcome.diagnosis.notes:
+                    if note not in outcome.warnings:
+                        _say(f"warning: {outcome.diagnosis.run}: {note}")
         code = max((d.exit_code(settings.fail_on, allow_unknown=settings.allow_unknown) for d in diagnoses),
                    default=0)
         raise _Exit(0 if exit_zero else code)
@@ -617,6 +636,7 @@ def plot(
 
         from .plot import FORMATS, default_name
         from .plot import plot as draw
+        from .report._escape import visible
 
         suffix = Path(output).suffix.lstrip(".").lower() if output else ""
         fmt = _choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
@@ -637,7 +657,7 @@ def plot(
             _refuse_to_overwrite("--output", target, [*paths, *with_files])
             draw(run, diag, target, fmt, mapping=settings.map)
             root = "no layer failed" if diag.root_layer is None else f"root layer {diag.root_layer}"
-            print(f"wrote {target} ({diag.run}: {diag.verdict}, {root})")
+            print(visible(f"wrote {target} ({diag.run}: {diag.verdict}, {root})"))
 
     _guarded(body, debug)
 
@@ -700,7 +720,7 @@ def rules_explain(rule_id: str = typer.Argument(..., help="Rule id (or alias), e
         fmt = _choice("--format", format, ("text", "json"))
         rule = get_rule(rule_id, load_rules(rules_dir))
         if rule_id != rule.id:
-            print(f"note: '{rule_id}' is an old id of {rule.id}", file=sys.stderr)
+            _say(f"note: '{rule_id}' is an old id of {rule.id}")
         print(json.dumps(rule.to_dict(), indent=2) if fmt == "json" else rule.explain())
 
     _guarded(body)

@@ -13,6 +13,7 @@ from rich.text import Text
 from ..cost import describe as describe_cost
 from ..diagnosis import Diagnosis, Finding, Status, Trend
 from ..rules import LAYER_NAMES
+from ._escape import terminal as shown
 from .settings import summary_line
 from .sparkline import cell_steps, rebin, short, sparkline
 
@@ -22,17 +23,17 @@ _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim
 def _layer_evidence(diag: Diagnosis, layer: int) -> str:
     result = diag.layers[layer - 1]
     if result.status is Status.UNKNOWN:
-        return "not judged: " + result.not_judged_text()
+        return "not judged: " + shown(result.not_judged_text())
     if not result.findings:
         return ""
     worst = sorted(result.findings, key=lambda f: f.severity != "fail")[0]
     more = len(result.findings) - 1
-    return worst.message + (f"  (+{more} more)" if more else "")
+    return shown(worst.message) + (f"  (+{more} more)" if more else "")
 
 
 def _verdict_line(diag: Diagnosis) -> Text:
     text = Text()
-    text.append(diag.run, style="bold")
+    text.append(shown(diag.run), style="bold")
     text.append("  ")
     text.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
     if diag.root_layer is not None:
@@ -44,7 +45,7 @@ def _verdict_line(diag: Diagnosis) -> Text:
     if diag.steps:
         text.append(f"  steps {diag.steps[0]}-{diag.steps[1]}", style="dim")
     if diag.framework:
-        text.append(f"  {diag.framework}", style="dim")
+        text.append(f"  {shown(diag.framework)}", style="dim")
     if diag.resumed:
         text.append("  resumed", style="dim")
     if diag.ending is not None and diag.ending.failed:
@@ -56,7 +57,7 @@ def _spark_text(trend: Trend, name_w: int, spark_w: int, span: tuple[int, int],
                 findings: tuple[Finding, ...], labels: bool) -> Text:
     """One signal's sparkline; the cells inside a finding's step range take the finding's colour."""
     cells = rebin(trend.values, spark_w)
-    text = Text(f"{trend.signal[:name_w]:<{name_w}} ", style="dim")
+    text = Text(f"{shown(trend.signal)[:name_w]:<{name_w}} ", style="dim")
     for i, char in enumerate(sparkline(cells)):
         a, b = cell_steps(span, len(cells), i)
         hit = [f for f in findings if f.start_step < b and f.end_step >= a]
@@ -73,7 +74,7 @@ def _sparklines(diag: Diagnosis, layer: int, width: int) -> list[Text]:
     mine = [t for t in diag.trends if t.layer == layer]
     if not mine or diag.steps is None:
         return []
-    name_w = min(16, max(len(t.signal) for t in diag.trends))
+    name_w = min(16, max(len(shown(t.signal)) for t in diag.trends))
     column = width - 40                      # what the layer, status and onset columns leave
     spark_w = min(48, column - name_w - 1 - 22)
     labels = spark_w >= 12
@@ -122,31 +123,31 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True) -> No
     if root:
         console.print(Text(f"Check first (layer {diag.root_layer}, {LAYER_NAMES[diag.root_layer]}):",
                            style="bold"))
-        _items(console, [(Text(f.rule, style=_STYLE[f.severity]), f.message) for f in root])
+        _items(console, [(Text(f.rule, style=_STYLE[f.severity]), shown(f.message)) for f in root])
         lead = sorted(root, key=lambda f: f.severity != "fail")[0]
-        _items(console, [(f"{i}.", step) for i, step in enumerate(lead.check_first, 1)])
+        _items(console, [(f"{i}.", shown(step)) for i, step in enumerate(lead.check_first, 1)])
         others = [f.rule for f in root if f is not lead]
         if others:
             console.print(Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"))
         if diag.methods_advice:
-            _items(console, [("methods:", diag.methods_advice)])
+            _items(console, [("methods:", shown(diag.methods_advice))])
     downstream = [f for f in diag.findings if f.downstream]
     if downstream:
         console.print(Text(f"Downstream of layer {diag.root_layer} - likely consequences; do not fix "
                            "from the bottom up:", style="bold"))
-        _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), f.message)
+        _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), shown(f.message))
                          for f in downstream])
     unknown_layers = [r for r in diag.layers if r.status is Status.UNKNOWN]
     if unknown_layers:
         console.print(Text("Not judged - what each layer lacks:", style="bold"))
         _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) {r.unknown_reason}: "
-                          + r.not_judged_text()) for r in unknown_layers])
+                          + shown(r.not_judged_text())) for r in unknown_layers])
     for line in describe_cost(diag.cost) if diag.cost else ():
-        console.print(Text(line))
+        console.print(Text(shown(line)))
     for forecast in diag.forecasts:
-        console.print(Text(forecast.describe(), style="yellow"))
+        console.print(Text(shown(forecast.describe()), style="yellow"))
     for note in diag.notes:
-        console.print(Text(f"note: {note}", style="dim"))
+        console.print(Text(f"note: {shown(note)}", style="dim"))
 
 
 def _console(buffer: io.StringIO, width: int | None, color: bool) -> Console:
@@ -171,7 +172,7 @@ def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool 
     console = _console(buffer, width, color)
     settings = summary_line(options.get("settings"))
     if settings:                        # a config file or a flag that changes the verdict is never silent
-        console.print(Text(settings, style="bold"))
+        console.print(Text(shown(settings), style="bold"))
     for i, diag in enumerate(diagnoses):
         if i:
             console.print()

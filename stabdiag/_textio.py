@@ -16,6 +16,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterator
 
+from ._budget import LINE_MAX, BudgetedGzip, line_too_long
 from .errors import InputError
 
 # what a damaged gzip stream raises while it is read (BadGzipFile is an OSError)
@@ -25,7 +26,7 @@ GZIP_ERRORS = (zlib.error, EOFError, gzip.BadGzipFile)
 def open_text(path: str):
     """A text handle on `path`, decompressing `.gz` files; newlines are kept as written."""
     if is_gzip(path):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+        return io.TextIOWrapper(BudgetedGzip(path), encoding="utf-8", newline="")
     return open(path, encoding="utf-8", newline="")
 
 
@@ -39,8 +40,8 @@ def unfinished_line_note(path: str, line: int, why: str = "") -> str:
 
 
 def open_bytes(path: str):
-    """A binary handle on `path`, decompressing `.gz` files."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+    """A binary handle on `path`, decompressing `.gz` files within their budget (stabdiag._budget)."""
+    return BudgetedGzip(path) if is_gzip(path) else open(path, "rb")
 
 
 def decoded(path: str, data: bytes, line: int | None = None) -> str:
@@ -151,7 +152,9 @@ def json_blocks(path: str, notes: list[str] | None = None, *, lines_per_block: i
     with open_bytes(path) as fh:
         raw_file = getattr(fh, "fileobj", None) or fh
         try:
-            for lineno, raw in enumerate(fh, 1):
+            for lineno, raw in enumerate(iter(lambda: fh.readline(LINE_MAX + 1), b""), 1):
+                if len(raw) > LINE_MAX:
+                    raise line_too_long(path, lineno)
                 try:
                     text = raw.decode("utf-8").strip()
                     if not text:

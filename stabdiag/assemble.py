@@ -105,6 +105,9 @@ def load_run(run_files: RunFiles, **options) -> Run:
         except InputError as exc:
             errors.append(exc if exc.path else InputError(paths[0], exc.problem, line=exc.line, key=exc.key))
             continue
+        except MemoryError:     # past every budget (stabdiag._budget): this file is lost, not the check
+            errors.append(InputError(paths[0], "ran out of memory reading it; not read"))
+            continue
         sources.append(Source(loader.__name__.rsplit(".", 1)[-1], folder, paths, part))
     root = run_files.root or os.path.dirname(run_files.files[0])
     failed = [(exc.path, _problem(exc)) for exc in errors]

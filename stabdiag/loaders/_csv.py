@@ -21,13 +21,14 @@ from itertools import zip_longest
 
 import numpy as np
 
+from .._budget import KEYS_MAX, gzip_size, too_many_keys
 from .._textio import SkippedLines, complete_text, is_gzip, open_bytes
 from ..errors import InputError
 from ..run import in_step_range
 from ._columns import Column, ColumnParts, Table, cells_column, kind_of, lines_from, numbers_column, numbers_from_cells
 from ._progress import ByteProgress
 
-BULK_BYTES = 4 << 20        # from this size on (compressed: a fifth of it) the bulk reader goes first
+BULK_BYTES = 4 << 20        # from this size on (decompressed) the bulk reader goes first
 _BLOCK_ROWS = 16384
 LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")    # what the csv module takes for a line
 
@@ -36,7 +37,7 @@ def read_delimited(path: str, sep: str, *, step_col: str | None = None, progress
     with open_bytes(path) as fh:
         if b"\x00" in fh.read(4096):
             raise InputError(path, "binary data, not a text table")
-    if os.path.getsize(path) * (5 if is_gzip(path) else 1) >= BULK_BYTES:
+    if (gzip_size(path) if is_gzip(path) else os.path.getsize(path)) >= BULK_BYTES:     # decompressed size
         from . import _csv_bulk
 
         table = _csv_bulk.read(path, sep, step_col=step_col, progress=progress)
@@ -74,6 +75,8 @@ def _read_rows(path: str, reader, lines: _Lines, bar: ByteProgress, step_col, no
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if header is None:
+            if len(row) > KEYS_MAX:
+                raise too_many_keys(path, len(row))
             header = unique_names(row)
             kinds = [kind_of(name, step_col) for name in header]
             continue

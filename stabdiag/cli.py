@@ -89,6 +89,9 @@ _NO_GUESS_HELP = ("Read only --map and the known framework names: guess no signa
                   "(config key no-guess).")
 
 
+_ISOLATED_HELP = "Read no config file (the project's or any other), as ruff's --isolated."
+
+
 class _Exit(Exception):
     def __init__(self, code: int) -> None:
         self.code = code
@@ -176,20 +179,36 @@ def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str],
     return runs
 
 
-def _settings(paths: list[str], config: Optional[str], flags: dict):
+def _settings(paths: list[str], config: Optional[str], flags: dict, isolated: bool = False):
     """Defaults < config file (--config, else the project's: the cwd or a folder above it) < flags.
-    A config file inside the data is never read unless named with --config; each one is a warning."""
+    A config file inside the data is never read unless named with --config; each one is a warning.
+    --isolated reads no config file at all.  A config file that changes a setting says so on stderr,
+    in every format: one found above a downloaded data tree must not change a verdict unseen."""
     from .config import configs_in_data, find_config, read_config, resolve_settings
     from .signals import parse_mapping
 
+    if isolated and config:
+        raise ConfigError("--isolated: reads no config file; it cannot be given with --config")
     flags = {**flags, "map": parse_mapping(flags.get("map"))}
-    cfg = read_config(config) if config else find_config(paths)
+    cfg = None if isolated else read_config(config) if config else find_config(paths)
     if config and cfg is None:
         raise ConfigError(f"--config {config}: no [tool.stabdiag] table in it")
     for ignored in configs_in_data(paths, cfg):
         _say(f"warning: {ignored}: not read: a config file beside the data being judged is never applied; "
              "settings come from the project (the working directory up) or --config FILE")
-    return resolve_settings(cfg, flags)
+    return _announce(resolve_settings(cfg, flags), cfg)
+
+
+def _announce(resolved, cfg):
+    """A `note:` on stderr naming the config file used and each setting it changed (--isolated: none)."""
+    if cfg is not None:
+        from .report.settings import changed
+
+        settings = resolved[0] if isinstance(resolved, tuple) else resolved
+        mine = [f"{key} {text}" for key, text, origin in changed(settings) if "file" in origin]
+        if mine:
+            _say(f"note: config {cfg.where} changes: {'; '.join(mine)} (--isolated reads no config file)")
+    return resolved
 
 
 def _check_file_map(settings, run) -> None:
@@ -530,6 +549,7 @@ def check(
                                                                     "per layer, what changed."),
     config: Optional[str] = typer.Option(None, "--config", help="Config file (stabdiag.toml or "
                                                                 "pyproject.toml) instead of the one found."),
+    isolated: bool = typer.Option(False, "--isolated", help=_ISOLATED_HELP),
     show_settings: bool = typer.Option(False, "--show-settings", help="Print the resolved settings and "
                                                                       "where each came from, then exit."),
     step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
@@ -564,7 +584,7 @@ def check(
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                     "fail-on": fail_on, "allow-unknown": allow_unknown,
                                                     "no-guess": no_guess, "map": mapping, "param": params,
-                                                    "jobs": workers})
+                                                    "jobs": workers}, isolated)
         if show_settings:
             sys.stdout.write(settings.show())
             return
@@ -623,6 +643,7 @@ def plot(
     with_files: list[str] = typer.Option([], "--with", help="Extra series to merge into each run."),
     rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
     config: Optional[str] = typer.Option(None, "--config", help="Config file instead of the one found."),
+    isolated: bool = typer.Option(False, "--isolated", help=_ISOLATED_HELP),
     step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
     split_sources: bool = typer.Option(False, "--split-sources", help="Read every source (event folder, "
                                                                      "W&B run, trainer_state.json, console "
@@ -642,7 +663,8 @@ def plot(
         fmt = _choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
         _refuse_to_overwrite("--output", output, [*paths, *with_files])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
-                                                    "no-guess": no_guess, "map": mapping, "param": params})
+                                                    "no-guess": no_guess, "map": mapping, "param": params},
+                                    isolated)
         runs = _load_runs(paths, with_files, step_col, progress=False, refresh=False,
                           split_sources=split_sources)
         folder = output is not None and (Path(output).is_dir() or not suffix)
@@ -672,6 +694,7 @@ def signals(
                                                                      "W&B run, trainer_state.json, console "
                                                                      "log) as a run of its own."),
     no_guess: bool = typer.Option(False, "--no-guess", help=_NO_GUESS_HELP),
+    isolated: bool = typer.Option(False, "--isolated", help=_ISOLATED_HELP),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
     """Show which of your metric keys feeds each canonical signal, what was guessed, and what stayed unmapped."""
@@ -681,7 +704,7 @@ def signals(
 
         fmt = _choice("--format", format, ("text", "json"))
         user_map = parse_mapping(mapping)
-        settings, _ = _settings(paths, None, {"no-guess": no_guess})    # the config file's no-guess too
+        settings, _ = _settings(paths, None, {"no-guess": no_guess}, isolated)   # the config file's no-guess too
         runs = _load_runs(paths, [], step_col, progress=fmt == "text", refresh=False,
                           split_sources=split_sources)
         resolved = [resolve(r, user_map, guess=not settings.no_guess) for r in runs]

@@ -110,6 +110,12 @@ def _say(line: str) -> None:
     print(stderr(line), file=sys.stderr)
 
 
+def _said_config() -> None:
+    for line in _ANNOUNCED:
+        _say(line)
+    _ANNOUNCED.clear()
+
+
 def _traceback() -> None:
     import traceback
 
@@ -125,12 +131,15 @@ def _guarded(fn, debug: bool = False) -> None:
     except OSError:
         _say("error: the working directory no longer exists (deleted?); cd to one that does and rerun")
         raise typer.Exit(2) from None
+    _ANNOUNCED.clear()
     try:
         with warnings.catch_warnings():
             if not debug:
                 warnings.simplefilter("ignore", RuntimeWarning)
             fn()
+        _said_config()
     except _Exit as done:
+        _said_config()
         raise typer.Exit(done.code) from None
     except StabdiagError as exc:
         if debug:
@@ -207,8 +216,11 @@ def _announce(resolved, cfg):
         settings = resolved[0] if isinstance(resolved, tuple) else resolved
         mine = [f"{key} {text}" for key, text, origin in changed(settings) if "file" in origin]
         if mine:
-            _say(f"note: config {cfg.where} changes: {'; '.join(mine)} (--isolated reads no config file)")
+            _ANNOUNCED.append(f"note: config {cfg.where} changes: {'; '.join(mine)} (--isolated reads no config file)")
     return resolved
+
+
+_ANNOUNCED: list[str] = []    # said by `_guarded` once the command has run: an error stays one line
 
 
 def _check_file_map(settings, run) -> None:

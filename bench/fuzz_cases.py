@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import fuzz_corpus
+import fuzz_hostile
 import fuzz_mutate
 
 FORMATS = ("json",) * 14 + ("terminal", "terminal", "junit", "markdown", "github")
 FAILURES = ("internal error", "traceback", "wrong exit code", "unnamed error", "stray stderr", "warning leak",
-            "bad output", "bad steps", "timeout", "memory", "crash")
+            "bad output", "unescaped output", "bad steps", "timeout", "memory", "crash")
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):\n  File \"", re.MULTILINE)
 _LOCATED = re.compile(r":\d+(?::|\s|$)|byte offset|line \d+|record|\[[^\]]+\]|log_history\[|column|key '")
 
@@ -43,10 +44,21 @@ def make_case(corpus: list[fuzz_corpus.Seed], seed: int, index: int) -> Case:
     files = dict(base.files)
     specials: dict[str, str] = {}
     what = []
+    target = base.target
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
         roll = rng.random()
         name = rng.choice(sorted(files)) if files else None
-        if roll < 0.9 and name is not None:
+        if roll < 0.12 and name is not None:       # hostile names (bench/fuzz_hostile)
+            renamed = fuzz_hostile.rename_key(name, files[name], rng) if rng.random() < 0.5 else None
+            if renamed is not None:
+                files[name], how = renamed
+                what.append(f"{name}: {how}")
+            else:
+                target, how = fuzz_hostile.rename_path(files, target, rng)
+                what.append(how)
+        elif roll < 0.16:                          # small files that would cost too much
+            what.append(fuzz_hostile.size_mutation(files, target, rng))
+        elif roll < 0.9 and name is not None:
             try:
                 files[name], how = fuzz_mutate.mutate_file(name, files[name], rng)
             except Exception as exc:            # the mutator's own slip (a column name pyarrow cannot decode)
@@ -54,9 +66,9 @@ def make_case(corpus: list[fuzz_corpus.Seed], seed: int, index: int) -> Case:
                 how += f" (after {type(exc).__name__} in the mutator)"
             what.append(f"{name}: {how}")
         else:
-            what.append(_tree_mutation(files, specials, base.target, rng))
+            what.append(_tree_mutation(files, specials, target, rng))
     fmt = rng.choice(FORMATS)
-    args = ["check", "{base}/" + base.target, "--format", fmt]
+    args = ["check", "{base}/" + target, "--format", fmt]
     if rng.random() < 0.1:
         args.append("--split-sources")
     if rng.random() < 0.04:
@@ -188,6 +200,9 @@ def classify(case: Case, base: Path, code, stdout: str, stderr: str, caught: lis
             problems.append("unnamed error")
         located = bool(_LOCATED.search(errors[0].split(str(base), 1)[-1]))
     fmt = case.args[case.args.index("--format") + 1]
+    raw = fuzz_hostile.unescaped(fmt, stdout, stderr.replace(str(base), "{base}"))
+    if raw is not None and "traceback" not in problems:
+        problems.append("unescaped output")
     if code in (0, 1) and fmt == "json" and "--output" not in case.args:
         try:
             json.loads(stdout)
@@ -196,6 +211,6 @@ def classify(case: Case, base: Path, code, stdout: str, stderr: str, caught: lis
     steps = _steps_problem(runs)
     if steps:
         problems.append("bad steps")
-    first = errors[0] if errors else (stray[0] if stray else (caught[0] if caught else steps or ""))
+    first = errors[0] if errors else (stray[0] if stray else (caught[0] if caught else steps or raw or ""))
     return {"index": case.index, "seed": case.seed, "code": code, "problems": problems, "located": located,
             "message": first.replace(str(base), "{base}")[:300], "what": case.what}

@@ -219,11 +219,16 @@ class _Merge:
                 if went_back.size:
                     _widen(inside, index, int(steps[1:][went_back].min()), int(peak[:-1][went_back].max()))
                 before = int(steps.max()) if before is None else max(before, int(steps.max()))
-        notes = [f"resumed at step {low}: {self.files[i]} writes steps {low}-{high} again; the earlier "
+        notes = [f"resumed at step {low}: {self.files[i]} writes steps {_span(low, high)} again; the earlier "
                  "values are kept as superseded evidence" for i, (low, high) in sorted(back.items())]
         notes += [f"resumed at step {low}: steps go back from {high} inside {self.files[i]}; the earlier "
                   "values are kept as superseded evidence" for i, (low, high) in sorted(inside.items())]
         return notes
+
+
+def _span(low: int, high: int) -> str:
+    """`5-4906`, but `-5 to 4906` where a step is negative (`-5-4906` reads as a subtraction)."""
+    return f"{low}-{high}" if low >= 0 else f"{low} to {high}"
 
 
 def _widen(spans: dict[int, list[int]], index: int, low: int, high: int) -> None:

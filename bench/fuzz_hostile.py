@@ -84,7 +84,7 @@ def rename_key(name: str, data: bytes, rng: random.Random) -> tuple[bytes, str] 
         for line in data.splitlines(keepends=True):
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):            # a line an earlier mutation broke
                 out.append(line)
                 continue
             if isinstance(obj, dict) and obj:

@@ -220,7 +220,7 @@ def _walk(source: str) -> tuple[list[tuple[str, ModuleType]], list[tuple[str, st
 
 
 def _not_a_file(path: str, fname: str, in_wandb: bool) -> str | None:
-    """"skip" for what is never read (symbolic links, sockets, a pipe or device with no log's name),
+    """"skip" for what is never read (symbolic links, sockets, a pipe with no log's name),
     why a file that looks like a log cannot be read, or None for a regular, readable file."""
     try:
         mode = os.lstat(path).st_mode
@@ -231,8 +231,9 @@ def _not_a_file(path: str, fname: str, in_wandb: bool) -> str | None:
     kind = special_kind(mode)
     looks_like_log = os.path.splitext(fname.lower())[1] in _LOGLIKE or fname.endswith((".json", ".wandb")) \
         or "tfevents" in fname
-    if kind is not None:
-        return f"{kind}, not a regular file" if looks_like_log and not in_wandb else "skip"
+    if kind is not None:          # a device never belongs in a run dir, whatever its name: said, not skipped
+        device = stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        return f"{kind}, not a regular file" if (looks_like_log or device) and not in_wandb else "skip"
     return cannot_open(path)
 
 

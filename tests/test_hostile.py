@@ -348,3 +348,43 @@ def test_a_deleted_working_directory_is_a_clear_error(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip() == "error: the working directory no longer exists (deleted?); cd to one that " \
                                   "does and rerun"
+
+
+# --- notes -------------------------------------------------------------------------------------------
+
+def test_a_device_inside_a_run_dir_is_said_whatever_its_name(tmp_path):
+    run = jsonl_run(tmp_path / "run")
+    try:
+        os.mknod(run / "weird", 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 5))
+    except PermissionError:
+        pytest.skip("creating a device needs root")
+    result = runner.invoke(app, ["check", str(run), "-f", "json"])
+    assert result.exit_code == 1
+    assert [line for line in result.stderr.splitlines() if "weird" in line] == \
+        ["warning: run: weird: not read: a character device, not a regular file"]
+
+
+def test_a_zeroed_block_in_the_middle_of_a_wandb_log_says_its_records_are_lost(tmp_path):
+    pytest.importorskip("wandb")
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from fuzz_records import wandb_frame
+
+    records = []
+    for s in range(3000):
+        rec = pb.Record()
+        for key, value in (("_step", s), ("loss", 1.0)):
+            item = rec.history.item.add()
+            item.key, item.value_json = key, json.dumps(value)
+        rec.history.step.num = s
+        records.append(rec.SerializeToString())
+    data = bytearray(wandb_frame(records))
+    data[32768:65536] = bytes(32768)                      # one block zeroed (a disk or copy fault)
+    path = tmp_path / "run-z.wandb"
+    path.write_bytes(bytes(data))
+    from stabdiag.loaders import wandb as wr
+
+    run = wr.load(str(path))
+    assert 0 < len(run.series["loss"]) < 3000
+    assert any("zeroed bytes; the records in them are lost" in n for n in run.notes), run.notes

@@ -214,7 +214,7 @@ def classify(case: Case, base: Path, code, stdout: str, stderr: str, caught: lis
             problems.append("unnamed error")
         located = bool(_LOCATED.search(errors[0].split(str(base), 1)[-1]))
     fmt = case.args[case.args.index("--format") + 1]
-    raw = fuzz_hostile.unescaped(fmt, stdout, stderr.replace(str(base), "{base}"))
+    raw = fuzz_hostile.unescaped(fmt, stdout, stderr.replace(str(base), "{base}"), to_file="--output" in case.args)
     if raw is not None and "traceback" not in problems:
         problems.append("unescaped output")
     if code in (0, 1) and fmt == "json" and "--output" not in case.args:

@@ -126,17 +126,18 @@ def size_mutation(files: dict[str, bytes], target: str, rng: random.Random) -> s
     return f"sizes:{op}"
 
 
-def unescaped(fmt: str, stdout: str, stderr: str) -> str | None:
-    """What in the output shows data raw, or None."""
+def unescaped(fmt: str, stdout: str, stderr: str, *, to_file: bool = False) -> str | None:
+    """What in the output shows data raw, or None; `to_file`: the report went to --output (stdout holds
+    the terminal report)."""
     for stream, text in (("stdout", stdout), ("stderr", stderr)):
         hit = _CONTROL.search(text.replace("\t", " "))
         if hit:
             return f"{stream}: control character {hit.group()!r}"
         for line in text.splitlines():
-            if line.lstrip().startswith("::") and not (fmt == "github" and stream == "stdout"
+            if line.lstrip().startswith("::") and not (fmt == "github" and stream == "stdout" and not to_file
                                                          and _OUR_COMMANDS.match(line)):
                 return f"{stream}: a line starting with '::': {line[:80]!r}"
-    if fmt == "junit" and stdout.strip():
+    if fmt == "junit" and stdout.strip() and not to_file:
         import xml.etree.ElementTree as ET
 
         try:

@@ -6,8 +6,10 @@
 
 Each case is a seed of bench/fuzz_corpus (a small run of one format, written by the real writer) with one
 to three mutations from bench/fuzz_mutate, and sometimes a change to the tree (a file removed, a stray
-file, a FIFO, a symlink loop).  It is run through the real command line (`stabdiag check ...`, in a
-worker process that imports stabdiag once) with a time limit (the worker is killed and replaced) and a
+file, a FIFO, a symlink loop), a hostile name (a folder, file or metric key holding a forged workflow
+command, terminal control sequences or Markdown that breaks out) or a hostile size (a gzip bomb, too many
+keys, a line past the budget, a YAML alias bomb, a zero-filled event file) from bench/fuzz_hostile.  It is
+run through the real command line (`stabdiag check ...`, in a worker process that imports stabdiag once) with a time limit (the worker is killed and replaced) and a
 memory limit (RLIMIT_AS).  What is counted, and must stay at zero:
 
     internal error    `error: internal error: ...` (an exception the library did not expect)
@@ -17,6 +19,8 @@ memory limit (RLIMIT_AS).  What is counted, and must stay at zero:
     stray stderr      a stderr line that is not `error:` / `warning:` (e.g. a numpy RuntimeWarning)
     warning leak      a Python warning that reached the warnings machinery (it would print to stderr)
     bad output        exit 0/1/3 with --format json and stdout that is not a JSON document
+    unescaped output  a control character on stdout or stderr, a line starting with `::` that is not one
+                      of the GitHub format's own commands, or JUnit XML that does not parse
     bad steps         a loaded series whose steps are not strictly increasing int64 values
     timeout, memory, crash   the time or memory limit hit, or the worker died
 

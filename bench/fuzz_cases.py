@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import fuzz_corpus
+import fuzz_hostile
 import fuzz_mutate
 
 FORMATS = ("json",) * 14 + ("terminal", "terminal", "junit", "markdown", "github")
 FAILURES = ("internal error", "traceback", "wrong exit code", "unnamed error", "stray stderr", "warning leak",
-            "bad output", "bad steps", "timeout", "memory", "crash")
+            "bad output", "unescaped output", "bad steps", "timeout", "memory", "crash")
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):\n  File \"", re.MULTILINE)
 _LOCATED = re.compile(r":\d+(?::|\s|$)|byte offset|line \d+|record|\[[^\]]+\]|log_history\[|column|key '")
 
@@ -43,6 +44,7 @@ def make_case(corpus: list[fuzz_corpus.Seed], seed: int, index: int) -> Case:
     files = dict(base.files)
     specials: dict[str, str] = {}
     what = []
+    target = base.target
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
         roll = rng.random()
         name = rng.choice(sorted(files)) if files else None
@@ -54,9 +56,10 @@ def make_case(corpus: list[fuzz_corpus.Seed], seed: int, index: int) -> Case:
                 how += f" (after {type(exc).__name__} in the mutator)"
             what.append(f"{name}: {how}")
         else:
-            what.append(_tree_mutation(files, specials, base.target, rng))
+            what.append(_tree_mutation(files, specials, target, rng))
+    target = _hostile(files, target, what, random.Random(f"{seed}:{index}:hostile"))
     fmt = rng.choice(FORMATS)
-    args = ["check", "{base}/" + base.target, "--format", fmt]
+    args = ["check", "{base}/" + target, "--format", fmt]
     if rng.random() < 0.1:
         args.append("--split-sources")
     if rng.random() < 0.04:
@@ -64,6 +67,29 @@ def make_case(corpus: list[fuzz_corpus.Seed], seed: int, index: int) -> Case:
     if rng.random() < 0.03:
         args += ["--output", "{base}/report.out"]
     return Case(index, base.name, files, specials, args, what)
+
+
+def _hostile(files: dict[str, bytes], target: str, what: list[str], rng: random.Random) -> str:
+    """On top of the case's mutations, in one case in five, a hostile name or size (bench/fuzz_hostile);
+    from a Random of its own, so that every other draw of a case is what it was before these existed."""
+    roll = rng.random()
+    if roll >= 0.2 or not files:
+        return target
+    if roll < 0.14:
+        name = rng.choice(sorted(files))
+        try:
+            renamed = fuzz_hostile.rename_key(name, files[name], rng) if rng.random() < 0.5 else None
+        except Exception:                      # noqa: BLE001 - the mutator's own slip: rename the path
+            renamed = None
+        if renamed is not None:
+            files[name], how = renamed
+            what.append(f"{name}: {how}")
+            return target
+        target, how = fuzz_hostile.rename_path(files, target, rng)
+        what.append(how)
+        return target
+    what.append(fuzz_hostile.size_mutation(files, target, rng))
+    return target
 
 
 def _tree_mutation(files: dict[str, bytes], specials: dict[str, str], target: str, rng: random.Random) -> str:
@@ -188,6 +214,9 @@ def classify(case: Case, base: Path, code, stdout: str, stderr: str, caught: lis
             problems.append("unnamed error")
         located = bool(_LOCATED.search(errors[0].split(str(base), 1)[-1]))
     fmt = case.args[case.args.index("--format") + 1]
+    raw = fuzz_hostile.unescaped(fmt, stdout, stderr.replace(str(base), "{base}"), to_file="--output" in case.args)
+    if raw is not None and "traceback" not in problems:
+        problems.append("unescaped output")
     if code in (0, 1, 3) and fmt == "json" and "--output" not in case.args:
         try:
             json.loads(stdout)
@@ -196,6 +225,6 @@ def classify(case: Case, base: Path, code, stdout: str, stderr: str, caught: lis
     steps = _steps_problem(runs)
     if steps:
         problems.append("bad steps")
-    first = errors[0] if errors else (stray[0] if stray else (caught[0] if caught else steps or ""))
+    first = errors[0] if errors else (stray[0] if stray else (caught[0] if caught else steps or raw or ""))
     return {"index": case.index, "seed": case.seed, "code": code, "problems": problems, "located": located,
             "message": first.replace(str(base), "{base}")[:300], "what": case.what}

@@ -16,6 +16,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterator
 
+from ._budget import LINE_MAX, BudgetedGzip, line_too_long
 from .errors import InputError
 
 # what a damaged gzip stream raises while it is read (BadGzipFile is an OSError)
@@ -25,7 +26,7 @@ GZIP_ERRORS = (zlib.error, EOFError, gzip.BadGzipFile)
 def open_text(path: str):
     """A text handle on `path`, decompressing `.gz` files; newlines are kept as written."""
     if is_gzip(path):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+        return io.TextIOWrapper(BudgetedGzip(path), encoding="utf-8", newline="")
     return open(path, encoding="utf-8", newline="")
 
 
@@ -39,8 +40,8 @@ def unfinished_line_note(path: str, line: int, why: str = "") -> str:
 
 
 def open_bytes(path: str):
-    """A binary handle on `path`, decompressing `.gz` files."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+    """A binary handle on `path`, decompressing `.gz` files within their budget (stabdiag._budget)."""
+    return BudgetedGzip(path) if is_gzip(path) else open(path, "rb")
 
 
 def decoded(path: str, data: bytes, line: int | None = None) -> str:
@@ -98,6 +99,37 @@ def complete_length(path: str) -> tuple[int, bool]:
         return 0, unfinished
 
 
+class SkippedLines:
+    """Malformed lines in the middle of a text log (a job killed mid-line and resumed appends to the same
+    file: one glued or torn line), skipped so that the valid rows around them are still read.  Each is a
+    note naming its line (the first few; then how many more); a file whose lines are mostly malformed is
+    not a torn log of this format (at least two read lines per skipped one), and is refused with the first
+    line's reason."""
+
+    SHOWN = 3
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lines: list[tuple[int, str]] = []
+
+    def add(self, line: int, why: str) -> None:
+        self.lines.append((line, why))
+
+    def check(self, read: int) -> None:
+        """Raise the first line's error unless the lines read outnumber those skipped at least two to one."""
+        if self.lines and 2 * len(self.lines) > read:
+            line, why = self.lines[0]
+            raise InputError(self.path, why, line=line)
+
+    def notes(self) -> list[str]:
+        name = os.path.basename(self.path)
+        out = [f"{name}:{line}: {why}; the line was skipped (a torn or glued line: a job killed mid-line "
+               "and resumed?)" for line, why in self.lines[:self.SHOWN]]
+        if len(self.lines) > self.SHOWN:
+            out.append(f"{name}: {len(self.lines) - self.SHOWN} more malformed line(s) skipped")
+        return out
+
+
 def json_lines(path: str, notes: list[str] | None = None) -> Iterator[tuple[int, object]]:
     """(line number, parsed value) for every non-blank line; bad JSON is an InputError at its line,
     except a last line without its newline (given `notes`): that one is left out with a note."""
@@ -109,15 +141,20 @@ def json_blocks(path: str, notes: list[str] | None = None, *, lines_per_block: i
                 on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[list[int], list[object]]]:
     """json_lines in blocks of (line numbers, values), for readers that turn a block into columns at once;
     `on_bytes` hears how many bytes of the file (compressed, for gzip) are read after each block.  The
-    lines before a bad one come as a block before its error, so that a reader meets problems in line order."""
+    lines before a bad one come as a block before its error, so that a reader meets problems in line order.
+    Given `notes`, a bad line in the middle is skipped and named in a note (SkippedLines)."""
     gz = is_gzip(path)
     scan = json.decoder.JSONDecoder().scan_once      # json.loads without its wrapping, for a stripped line
+    skipped = SkippedLines(path) if notes is not None else None
+    read = 0
     linenos: list[int] = []
     values: list[object] = []
     with open_bytes(path) as fh:
         raw_file = getattr(fh, "fileobj", None) or fh
         try:
-            for lineno, raw in enumerate(fh, 1):
+            for lineno, raw in enumerate(iter(lambda: fh.readline(LINE_MAX + 1), b""), 1):
+                if len(raw) > LINE_MAX:
+                    raise line_too_long(path, lineno)
                 try:
                     text = raw.decode("utf-8").strip()
                     if not text:
@@ -129,10 +166,17 @@ def json_blocks(path: str, notes: list[str] | None = None, *, lines_per_block: i
                     if values:
                         yield linenos, values
                         linenos, values = [], []
-                    _refuse_line(path, raw, lineno, gz, notes)      # raises, or notes an unfinished last line
-                    return
+                    if notes is None or skipped is None or (not raw.endswith(b"\n") and not gz):
+                        _refuse_line(path, raw, lineno, gz, notes)  # raises, or notes an unfinished last line
+                        return
+                    try:                                # a bad line in the middle: skipped, named in a note
+                        _refuse_line(path, raw, lineno, gz, None)
+                    except InputError as exc:
+                        skipped.add(lineno, exc.problem)
+                    continue
                 linenos.append(lineno)
                 values.append(value)
+                read += 1
                 if len(values) >= lines_per_block:
                     yield linenos, values
                     linenos, values = [], []
@@ -144,6 +188,9 @@ def json_blocks(path: str, notes: list[str] | None = None, *, lines_per_block: i
             raise
     if values:
         yield linenos, values
+    if skipped is not None:
+        skipped.check(read)
+        notes.extend(skipped.notes())
 
 
 def _refuse_line(path: str, raw: bytes, lineno: int, gz: bool, notes: list[str] | None) -> None:

@@ -136,6 +136,9 @@ def load_run(run_files: RunFiles, **options) -> Run:
         except InputError as exc:
             errors.append(exc if exc.path else InputError(paths[0], exc.problem, line=exc.line, key=exc.key))
             continue
+        except MemoryError:     # past every budget (stabdiag._budget): this file is lost, not the check
+            errors.append(InputError(paths[0], "ran out of memory reading it; not read"))
+            continue
         sources.append(Source(loader.__name__.rsplit(".", 1)[-1], folder, paths, part))
     root = run_files.root or os.path.dirname(run_files.files[0])
     failed = [(exc.path, _problem(exc)) for exc in errors]
@@ -378,7 +381,7 @@ def _why_refused(path: str) -> str:
 
 
 def _not_a_file(path: str, fname: str, in_wandb: bool) -> str | None:
-    """"skip" for what is never read (symbolic links, sockets, a pipe or device with no log's name),
+    """"skip" for what is never read (symbolic links, sockets, a pipe with no log's name),
     why a file that looks like a log cannot be read, or None for a regular, readable file."""
     try:
         mode = os.lstat(path).st_mode
@@ -389,8 +392,9 @@ def _not_a_file(path: str, fname: str, in_wandb: bool) -> str | None:
     kind = special_kind(mode)
     looks_like_log = os.path.splitext(fname.lower())[1] in _LOGLIKE or fname.endswith((".json", ".wandb")) \
         or "tfevents" in fname
-    if kind is not None:
-        return f"{kind}, not a regular file" if looks_like_log and not in_wandb else "skip"
+    if kind is not None:          # a device never belongs in a run dir, whatever its name: said, not skipped
+        device = stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        return f"{kind}, not a regular file" if (looks_like_log or device) and not in_wandb else "skip"
     return cannot_open(path)
 
 

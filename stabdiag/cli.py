@@ -121,6 +121,9 @@ _NO_GUESS_HELP = ("Read only --map and the known framework names: guess no signa
                   "(config key no-guess).")
 
 
+_ISOLATED_HELP = "Read no config file (the project's or any other), as ruff's --isolated."
+
+
 class _Exit(Exception):
     def __init__(self, code: int) -> None:
         self.code = code
@@ -132,21 +135,42 @@ def _choice(flag: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _say(line: str) -> None:
+    """One `error:`/`warning:`/`note:` line on stderr, every value in it escaped (report._escape)."""
+    from .report._escape import stderr
+
+    print(stderr(line), file=sys.stderr)
+
+
+def _said_config() -> None:
+    for line in _ANNOUNCED:
+        _say(line)
+    _ANNOUNCED.clear()
+
+
 def _guarded(fn, debug: bool = False) -> None:
     """Run a command body; library errors become one `error:` line and exit code 2.  numpy's warnings
     about arithmetic on Inf and NaN (evidence in a metric, reported as findings) stay off stderr
     unless --debug.  --debug prints the traceback as well, and exits with the same code as without it:
     a CI job rerun with --debug to see why must not turn red or green because of it."""
     try:
+        os.getcwd()
+    except OSError:
+        _say("error: the working directory no longer exists (deleted?); cd to one that does and rerun")
+        raise typer.Exit(2) from None
+    _ANNOUNCED.clear()
+    try:
         with warnings.catch_warnings():
             if not debug:
                 warnings.simplefilter("ignore", RuntimeWarning)
             fn()
+        _said_config()
     except _Exit as done:
+        _said_config()
         raise typer.Exit(done.code) from None
     except StabdiagError as exc:
         _traceback(debug)
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}")
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -158,8 +182,7 @@ def _guarded(fn, debug: bool = False) -> None:
         raise typer.Exit(0) from None
     except Exception as exc:  # an internal error still gets one line; --debug shows the traceback
         _traceback(debug)
-        print(f"error: internal error: {type(exc).__name__}: {exc}; rerun with --debug and report it",
-              file=sys.stderr)
+        _say(f"error: internal error: {type(exc).__name__}: {exc}; rerun with --debug and report it")
         raise typer.Exit(2) from None
 
 
@@ -211,27 +234,46 @@ def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str],
     runs = load(paths, split_sources=split_sources, **options)
     for run in runs:
         for warning in run.warnings:
-            print(f"warning: {run.name}: {warning}", file=sys.stderr)
+            _say(f"warning: {run.name}: {warning}")
     if with_files:
         merged = _load_extra(with_files, options)
         runs = [r.with_series(merged.series, note=_with_note(with_files)) for r in runs]
     return runs
 
 
-def _settings(paths: list[str], config: Optional[str], flags: dict):
+def _settings(paths: list[str], config: Optional[str], flags: dict, isolated: bool = False):
     """Defaults < config file (--config, else the project's: the cwd or a folder above it) < flags.
-    A config file inside the data is never read unless named with --config; each one is a warning."""
+    A config file inside the data is never read unless named with --config; each one is a warning.
+    --isolated reads no config file at all.  A config file that changes a setting says so on stderr,
+    in every format: one found above a downloaded data tree must not change a verdict unseen."""
     from .config import configs_in_data, find_config, read_config, resolve_settings
     from .signals import parse_mapping
 
+    if isolated and config:
+        raise ConfigError("--isolated: reads no config file; it cannot be given with --config")
     flags = {**flags, "map": parse_mapping(flags.get("map"))}
-    cfg = read_config(config) if config else find_config(paths)
+    cfg = None if isolated else read_config(config) if config else find_config(paths)
     if config and cfg is None:
         raise ConfigError(f"--config {config}: no [tool.stabdiag] table in it")
     for ignored in configs_in_data(paths, cfg):
-        print(f"warning: {ignored}: not read: a config file beside the data being judged is never applied; "
-              "settings come from the project (the working directory up) or --config FILE", file=sys.stderr)
-    return resolve_settings(cfg, flags)
+        _say(f"warning: {ignored}: not read: a config file beside the data being judged is never applied; "
+             "settings come from the project (the working directory up) or --config FILE")
+    return _announce(resolve_settings(cfg, flags), cfg)
+
+
+def _announce(resolved, cfg):
+    """A `note:` on stderr naming the config file used and each setting it changed (--isolated: none)."""
+    if cfg is not None:
+        from .report.settings import changed
+
+        settings = resolved[0] if isinstance(resolved, tuple) else resolved
+        mine = [f"{key} {text}" for key, text, origin in changed(settings) if "file" in origin]
+        if mine:
+            _ANNOUNCED.append(f"note: config {cfg.where} changes: {'; '.join(mine)} (--isolated reads no config file)")
+    return resolved
+
+
+_ANNOUNCED: list[str] = []    # said by `_guarded` once the command has run: an error stays one line
 
 
 def _check_file_map(settings, run) -> None:
@@ -468,7 +510,7 @@ def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tupl
         print(f"error: {error}", file=sys.stderr)
     for outcome in loaded:
         for warning in outcome.warnings:
-            print(f"warning: {outcome.name}: {warning}", file=sys.stderr)
+            _say(f"warning: {outcome.name}: {warning}")
     extra_error, extra_said = extra
     say(extra_said)
     if extra_error is not None:
@@ -558,6 +600,7 @@ def _with_comparisons(text: str, fmt: str, comparisons) -> str:
     """The report with the baseline comparison added in the format's own way."""
     if not comparisons:
         return text
+    from .report._escape import visible
     from .report.github import command
 
     if fmt == "json":
@@ -567,7 +610,7 @@ def _with_comparisons(text: str, fmt: str, comparisons) -> str:
     if fmt == "markdown":
         return text + "\n" + "\n".join(c.markdown() for c in comparisons)
     if fmt == "github":
-        return text + "".join(command("notice", c.summary, title=f"stabdiag baseline {c.baseline} -> {c.run}")
+        return text + "".join(command("notice", visible(c.summary), title=f"stabdiag baseline {c.baseline} -> {c.run}")
                               + "\n" for c in comparisons)
     if fmt == "terminal":
         return text + "\n" + "".join(c.text() for c in comparisons)
@@ -607,6 +650,7 @@ def check(
                                                               "(finished, crashed, failed, running)."),
     config: Optional[str] = typer.Option(None, "--config", help="Config file (stabdiag.toml or "
                                                                 "pyproject.toml) instead of the one found."),
+    isolated: bool = typer.Option(False, "--isolated", help=_ISOLATED_HELP),
     show_settings: bool = typer.Option(False, "--show-settings", help="Print the resolved settings and "
                                                                       "where each came from, then exit."),
     step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
@@ -652,7 +696,7 @@ def check(
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                     "fail-on": fail_on, "allow-unknown": allow_unknown,
                                                     "no-guess": no_guess, "map": mapping, "param": params,
-                                                    "jobs": workers})
+                                                    "jobs": workers}, isolated)
         if show_settings:
             sys.stdout.write(settings.show())
             return
@@ -695,7 +739,7 @@ def check(
         sys.stdout.write(_with_comparisons(report, fmt, comparisons))
         if fmt == "junit":
             for c in comparisons:
-                print(f"baseline: {c.summary}", file=sys.stderr)
+                _say(f"baseline: {c.summary}")
         from .diagnosis import exit_code_of
 
         code = exit_code_of(diagnoses, settings.fail_on, allow_unknown=settings.allow_unknown)
@@ -717,6 +761,7 @@ def plot(
     with_files: list[str] = typer.Option([], "--with", help="Extra series to merge into each run."),
     rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
     config: Optional[str] = typer.Option(None, "--config", help="Config file instead of the one found."),
+    isolated: bool = typer.Option(False, "--isolated", help=_ISOLATED_HELP),
     step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
     split_sources: bool = typer.Option(False, "--split-sources", help="Read every source (event folder, "
                                                                      "W&B run, trainer_state.json, console "
@@ -730,6 +775,7 @@ def plot(
 
         from .plot import FORMATS, default_name
         from .plot import plot as draw
+        from .report._escape import visible
 
         suffix = Path(output).suffix.lstrip(".").lower() if output else ""
         if suffix and suffix not in FORMATS and not Path(output).is_dir():
@@ -738,7 +784,8 @@ def plot(
         fmt = _choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
         _refuse_to_overwrite("--output", output, [*paths, *with_files])
         settings, rules = _settings(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
-                                                    "no-guess": no_guess, "map": mapping, "param": params})
+                                                    "no-guess": no_guess, "map": mapping, "param": params},
+                                    isolated)
         runs = _load_runs(paths, with_files, step_col, progress=False, refresh=False,
                           split_sources=split_sources)
         folder = output is not None and (Path(output).is_dir() or not suffix)
@@ -753,7 +800,7 @@ def plot(
             _refuse_to_overwrite("--output", target, [*paths, *with_files])
             draw(run, diag, target, fmt, mapping=settings.map)
             root = "no layer failed" if diag.root_layer is None else f"root layer {diag.root_layer}"
-            print(f"wrote {target} ({diag.run}: {diag.verdict}, {root})")
+            print(visible(f"wrote {target} ({diag.run}: {diag.verdict}, {root})"))
 
     _guarded(body, debug)
 
@@ -768,6 +815,7 @@ def signals(
                                                                      "W&B run, trainer_state.json, console "
                                                                      "log) as a run of its own."),
     no_guess: bool = typer.Option(False, "--no-guess", help=_NO_GUESS_HELP),
+    isolated: bool = typer.Option(False, "--isolated", help=_ISOLATED_HELP),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
     """Show which of your metric keys feeds each canonical signal, what was guessed, and what stayed unmapped."""
@@ -777,7 +825,7 @@ def signals(
 
         fmt = _choice("--format", format, ("text", "json"))
         user_map = parse_mapping(mapping)
-        settings, _ = _settings(paths, None, {"no-guess": no_guess})    # the config file's no-guess too
+        settings, _ = _settings(paths, None, {"no-guess": no_guess}, isolated)   # the config file's no-guess too
         runs = _load_runs(paths, [], step_col, progress=fmt == "text", refresh=False,
                           split_sources=split_sources)
         resolved = [resolve(r, user_map, guess=not settings.no_guess) for r in runs]
@@ -855,7 +903,7 @@ def rules_explain(rule_id: str = typer.Argument(..., help="Rule id (or alias), e
         fmt = _choice("--format", format, ("text", "json"))
         rule = get_rule(rule_id, load_rules(rules_dir))
         if rule_id != rule.id:
-            print(f"note: '{rule_id}' is an old id of {rule.id}", file=sys.stderr)
+            _say(f"note: '{rule_id}' is an old id of {rule.id}")
         print(json.dumps(rule.to_dict(), indent=2) if fmt == "json" else rule.explain())
 
     _guarded(body)

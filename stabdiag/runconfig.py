@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 
+from .errors import InputError
+
 _CANDIDATES = (os.path.join(".hydra", "config.yaml"), "config.yaml", "config.yml", "config.json", "args.json",
                "training_args.json", "hparams.yaml")
 _MAX_BYTES = 4 << 20
@@ -28,9 +30,10 @@ def read_run_config(folder: str) -> tuple[dict, list[str], list[str]]:
                 continue
             with open(path, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
-            data = json.loads(text) if name.endswith(".json") else _yaml(text)
-        except (OSError, ValueError, RecursionError) as exc:        # RecursionError: nested too deeply
-            notes.append(f"{name}: not read as a run configuration ({type(exc).__name__})")
+            data = json.loads(text) if name.endswith(".json") else _yaml(text, path)
+        except (OSError, ValueError, RecursionError, InputError) as exc:    # RecursionError: nested too deeply
+            why = exc.problem if isinstance(exc, InputError) else type(exc).__name__
+            notes.append(f"{name}: not read as a run configuration ({why})")
             continue
         if not isinstance(data, dict) or (name == "config.json" and ("architectures" in data or "model_type" in data)):
             continue
@@ -40,10 +43,12 @@ def read_run_config(folder: str) -> tuple[dict, list[str], list[str]]:
     return config, used, notes
 
 
-def _yaml(text: str):
+def _yaml(text: str, path: str):
     import yaml
 
+    from ._budget import yaml_load
+
     try:
-        return yaml.safe_load(text)
+        return yaml_load(text, path)         # an alias bomb is refused, never expanded
     except yaml.YAMLError as exc:
         raise ValueError(str(exc)) from None

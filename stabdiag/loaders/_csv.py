@@ -4,8 +4,10 @@ imports pyarrow or pandas.  Both give the same table; this reader is the one mea
 
 - the first non-blank row is the header; an empty name is `Unnamed: <i>` and a repeated one `<name>.<k>`
   (as pandas names them); a blank line (empty or whitespace only) is skipped
-- a row shorter than the header leaves its last columns unwritten; a longer one is an error naming its
-  line unless the extra cells are blank (a trailing delimiter)
+- a row with fewer cells than the header, or more (unless the extra cells are blank: a trailing
+  delimiter), is not read: it is skipped with a note naming its line (a torn or glued line, as a job
+  killed mid-line and resumed leaves), never read as values; a table whose rows are mostly such rows is
+  an error naming the first
 - an empty or blank cell was not written; the last line without its newline is left out with a note
   (stabdiag._textio), and a first byte-order mark is dropped
 """
@@ -19,13 +21,14 @@ from itertools import zip_longest
 
 import numpy as np
 
-from .._textio import complete_text, is_gzip, open_bytes
+from .._budget import KEYS_MAX, gzip_size, too_many_keys
+from .._textio import SkippedLines, complete_text, is_gzip, open_bytes
 from ..errors import InputError
 from ..run import in_step_range
 from ._columns import Column, ColumnParts, Table, cells_column, kind_of, lines_from, numbers_column, numbers_from_cells
 from ._progress import ByteProgress
 
-BULK_BYTES = 4 << 20        # from this size on (compressed: a fifth of it) the bulk reader goes first
+BULK_BYTES = 4 << 20        # from this size on (decompressed) the bulk reader goes first
 _BLOCK_ROWS = 16384
 LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")    # what the csv module takes for a line
 
@@ -34,7 +37,7 @@ def read_delimited(path: str, sep: str, *, step_col: str | None = None, progress
     with open_bytes(path) as fh:
         if b"\x00" in fh.read(4096):
             raise InputError(path, "binary data, not a text table")
-    if os.path.getsize(path) * (5 if is_gzip(path) else 1) >= BULK_BYTES:
+    if (gzip_size(path) if is_gzip(path) else os.path.getsize(path)) >= BULK_BYTES:     # decompressed size
         from . import _csv_bulk
 
         table = _csv_bulk.read(path, sep, step_col=step_col, progress=progress)
@@ -66,16 +69,20 @@ def _read_rows(path: str, reader, lines: _Lines, bar: ByteProgress, step_col, no
     block: list[list[str]] = []
     row_lines: list[int] = []
     last = 0
+    skipped = SkippedLines(path)
     for row in reader:
         first, last = last + 1, reader.line_num
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if header is None:
+            if len(row) > KEYS_MAX:
+                raise too_many_keys(path, len(row))
             header = unique_names(row)
             kinds = [kind_of(name, step_col) for name in header]
             continue
-        if len(row) > len(header) and any(cell.strip() for cell in row[len(header):]):
-            raise InputError(path, f"{len(row)} cells in a row under a header of {len(header)}", line=first)
+        if len(row) < len(header) or (len(row) > len(header) and any(cell.strip() for cell in row[len(header):])):
+            skipped.add(first, f"{len(row)} cells in a row under a header of {len(header)}")
+            continue
         block.append(row)
         row_lines.append(first)
         if len(block) == _BLOCK_ROWS:
@@ -87,6 +94,8 @@ def _read_rows(path: str, reader, lines: _Lines, bar: ByteProgress, step_col, no
     if block:
         parts.add(_block_columns(block, header, kinds), len(block))
     bar.update(lines.done)
+    skipped.check(len(row_lines))
+    notes.extend(skipped.notes())
     return Table(parts.columns(), parts.rows, lines_from(np.asarray(row_lines, dtype=np.int64)), notes)
 
 

@@ -16,6 +16,7 @@ from operator import is_not, itemgetter
 
 import numpy as np
 
+from .._budget import KEYS_MAX, too_many_keys
 from .._textio import is_gzip, json_blocks
 from ..errors import InputError
 from ..run import in_step_range
@@ -34,7 +35,10 @@ def read(path: str, *, step_col: str | None = None, progress: bool = False) -> T
     with ByteProgress(progress, os.path.getsize(path), os.path.basename(path)) as bar, _no_cycle_collection():
         for linenos, values in json_blocks(path, notes, lines_per_block=_LINES_PER_BLOCK, on_bytes=bar.update):
             rows = _records(path, linenos, values)
-            parts.add(_block_columns(rows, kinds, step_col), len(rows))
+            try:
+                parts.add(_block_columns(rows, kinds, step_col), len(rows))
+            except _TooManyKeys as exc:
+                raise too_many_keys(path, exc.count) from None
             lines.append(np.asarray(linenos, dtype=np.int64))
     line_numbers = np.concatenate(lines) if lines else np.zeros(0, np.int64)
     return Table(parts.columns(), parts.rows, lines_from(line_numbers), notes)
@@ -89,12 +93,25 @@ def _names(rows: list[dict]) -> list[str]:
     return list(seen)
 
 
+class _TooManyKeys(Exception):
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
 def _block_columns(rows: list[dict], kinds: dict[str, str], step_col: str | None) -> dict[str, Column]:
     """A block of records as columns.  Records of one shape (same keys: a train line, an eval line) are
-    taken apart together, each value fetched by a C loop, and each shape's columns placed at its rows."""
+    taken apart together, each value fetched by a C loop, and each shape's columns placed at its rows.
+    More than KEYS_MAX distinct keys (counted before any column is built: each costs a pass over the
+    block) is _TooManyKeys."""
     groups = _shapes(rows)
+    if groups is not None and len(kinds) + sum(len(names) for _, names, _ in groups) > KEYS_MAX:
+        count = len(kinds.keys() | {name for _, names, _ in groups for name in names})
+        if count > KEYS_MAX:
+            raise _TooManyKeys(count)
     if groups is None:                                  # shapes that do not hold together: key by key
         names = _names(rows)
+        if len(kinds.keys() | set(names)) > KEYS_MAX:
+            raise _TooManyKeys(len(kinds.keys() | set(names)))
         groups = [(slice(0, len(rows)), names, [list(map(dict.get, rows, repeat(name, len(rows)))) for name in names])]
     parts: dict[str, list] = {}
     for where, names, cells in groups:

@@ -15,7 +15,8 @@ import re
 
 import numpy as np
 
-from .._textio import GZIP_ERRORS, open_text
+from .._budget import check_gzip
+from .._textio import GZIP_ERRORS, is_gzip, open_text
 from ..errors import InputError
 from ..run import Run, Series, run_name_for, series_from_codes
 from . import _arrow
@@ -73,6 +74,8 @@ def load(path: str, **options) -> Run:
     try:
         if os.path.getsize(path) == 0:
             raise InputError(path, "file is empty")
+        if is_gzip(path):
+            check_gzip(path)            # a bomb is refused before it is read (stabdiag._budget)
         step_col, progress = options.get("step_col"), bool(options.get("progress"))
         if kind == "parquet":
             table = _read_parquet(path)

@@ -4,7 +4,8 @@
 
 A `fail` finding is an error and a `warn` finding a warning; layers that could not be judged get one
 `::notice` each.  Values are escaped the way the Actions runner expects (`%`, CR and LF everywhere;
-also `:` and `,` inside properties), so a message can never end the command early.
+also `:` and `,` inside properties), so a message can never end the command early; a value from the data
+is `visible` first (report._escape), so its newlines are `\\n`, never a line the runner reads.
 """
 
 from __future__ import annotations
@@ -13,17 +14,19 @@ import os
 
 from ..diagnosis import Diagnosis, Status
 from ..rules import LAYER_NAMES
+from ._escape import github_data, github_property, visible
 from .settings import summary_line
 
 _LEVEL = {"fail": "error", "warn": "warning"}
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A message whose values are already `visible` (report._escape); its own line breaks kept as %0A."""
+    return github_data(text, lines=True)
 
 
 def escape_property(text: str) -> str:
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    return github_property(text)
 
 
 def command(level: str, message: str, **properties: str) -> str:
@@ -49,7 +52,7 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
     lines: list[str] = []
     settings = summary_line(options.get("settings"))
     if settings:                        # a config file or a flag that changes the verdict is never silent
-        lines.append(command("notice", settings, title="stabdiag settings"))
+        lines.append(command("notice", visible(settings), title="stabdiag settings"))
     for diag in diagnoses:
         file = _file(diag)
         for f in diag.findings:
@@ -59,9 +62,10 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
                 role = f"root layer {f.layer}"
             else:
                 role = f"layer {f.layer}"
-            message = f"{diag.run}: {f.title}. {f.message} (steps {f.start_step}-{f.end_step})"
+            message = (f"{visible(diag.run)}: {visible(f.title)}. {visible(f.message)} "
+                       f"(steps {f.start_step}-{f.end_step})")
             if f.layer == diag.root_layer and f.check_first:
-                message += f"\nCheck first: {f.check_first[0]}"
+                message += f"\nCheck first: {visible(f.check_first[0])}"
             elif f.downstream:
                 message += f"\nLikely a consequence of layer {diag.root_layer}; do not fix from the bottom up."
             lines.append(command(_LEVEL[f.severity], message, file=file,
@@ -72,8 +76,8 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
                                  title="stabdiag rules ignored (--select/--ignore)"))
         for r in diag.layers:
             if r.status is Status.UNKNOWN:
-                lines.append(command("notice", f"{diag.run}: layer {r.layer} ({LAYER_NAMES[r.layer]}) not "
-                                     f"judged ({r.unknown_reason}): {r.not_judged_text()}",
+                lines.append(command("notice", f"{visible(diag.run)}: layer {r.layer} ({LAYER_NAMES[r.layer]}) not "
+                                     f"judged ({r.unknown_reason}): {visible(r.not_judged_text())}",
                                      file=file, title=f"stabdiag layer {r.layer} not judged"))
         for note in diag.notes:         # a note is a note here too, not a `warning:` on stderr
             lines.append(command("notice", f"{diag.run}: {note}", file=file, title="stabdiag note"))

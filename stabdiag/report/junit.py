@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 
 from ..diagnosis import SEVERITY_RANK, Diagnosis, Finding
 from ..rules import LAYER_NAMES
+from ._escape import xml
 from .settings import junit_properties
 
 
@@ -28,26 +29,26 @@ def _rule_list(diag: Diagnosis, rules) -> list[tuple[str, int]]:
 
 
 def _failure_text(diag: Diagnosis, f: Finding) -> str:
-    lines = [f"{f.rule}: {f.title}", f"steps {f.start_step}-{f.end_step}: {f.message}"]
+    lines = [f"{f.rule}: {xml(f.title)}", f"steps {f.start_step}-{f.end_step}: {xml(f.message)}"]
     if f.downstream:
         lines.append(f"downstream of the root layer {diag.root_layer} "
                      f"({LAYER_NAMES[diag.root_layer]}): likely a consequence; fix the root layer first")
     elif f.layer == diag.root_layer:
         lines.append(f"root layer {f.layer} ({LAYER_NAMES[f.layer]}) - check first:")
-        lines += [f"  {i}. {step}" for i, step in enumerate(f.check_first, 1)]
+        lines += [f"  {i}. {xml(step)}" for i, step in enumerate(f.check_first, 1)]
     return "\n".join(lines)
 
 
 def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool, settings: tuple) -> ET.Element:
     """One run's testsuite; `settings` are the properties of what the config changed, after the run's own."""
-    suite = ET.Element("testsuite", name=diag.run)
+    suite = ET.Element("testsuite", name=xml(diag.run))
     found = {f.rule: f for f in diag.findings}
     missing = {u.rule: u for u in diag.unknown}
     counts = {"tests": 0, "failures": 0, "skipped": 0}
     bar = SEVERITY_RANK[fail_on]
     fired = {f.rule: f for f in diag.ignored_findings}
     for rule_id, layer in _rule_list(diag, rules):
-        case = ET.SubElement(suite, "testcase", classname=f"{diag.run}.L{layer}", name=rule_id, time="0")
+        case = ET.SubElement(suite, "testcase", classname=f"{xml(diag.run)}.L{layer}", name=xml(rule_id), time="0")
         counts["tests"] += 1
         if rule_id in diag.ignored:
             would = f"; would fire ({fired[rule_id].severity}): {fired[rule_id].message}" if rule_id in fired else ""
@@ -55,23 +56,23 @@ def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool, settings: 
             counts["skipped"] += 1
         elif rule_id in missing:
             ET.SubElement(case, "skipped", message=f"not judged ({missing[rule_id].kind}): "
-                                                   f"{missing[rule_id].describe()}")
+                                                   f"{xml(missing[rule_id].describe())}")
             counts["skipped"] += 1
         elif rule_id in found:
             f = found[rule_id]
             if SEVERITY_RANK[f.severity] >= bar:
-                failure = ET.SubElement(case, "failure", message=f.message, type=f.severity)
+                failure = ET.SubElement(case, "failure", message=xml(f.message), type=f.severity)
                 failure.text = _failure_text(diag, f)
                 counts["failures"] += 1
             else:
                 ET.SubElement(case, "system-out").text = f"{f.severity}: " + _failure_text(diag, f)
     if diag.verdict == "unknown":
         # nothing judged is not a pass: the gate fails it unless told otherwise (--allow-unknown)
-        case = ET.SubElement(suite, "testcase", classname=f"{diag.run}.run", name="judged", time="0")
+        case = ET.SubElement(suite, "testcase", classname=f"{xml(diag.run)}.run", name="judged", time="0")
         counts["tests"] += 1
         if not allow_unknown:
             ET.SubElement(case, "failure", message="no layer could be judged", type="unknown").text = "\n".join(
-                f"layer {r.layer}: {r.unknown_reason}: {r.not_judged_text()}" for r in diag.layers)
+                f"layer {r.layer}: {r.unknown_reason}: {xml(r.not_judged_text())}" for r in diag.layers)
             counts["failures"] += 1
     for key, value in counts.items():
         suite.set(key, str(value))
@@ -82,10 +83,10 @@ def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool, settings: 
     ignored = (("ignored", diag.ignored_text()),) if diag.ignored else ()
     for name, value in (("verdict", diag.verdict), *ignored, ("root_layer", root),
                         ("steps", "" if diag.steps is None else f"{diag.steps[0]}-{diag.steps[1]}"), *settings):
-        ET.SubElement(props, "property", name=name, value=value)
+        ET.SubElement(props, "property", name=xml(name), value=xml(value))
     suite.insert(0, props)
     if diag.notes:
-        ET.SubElement(suite, "system-out").text = "\n".join(f"note: {n}" for n in diag.notes)
+        ET.SubElement(suite, "system-out").text = "\n".join(f"note: {xml(n)}" for n in diag.notes)
     return suite
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..diagnosis import Diagnosis, Status
 from ..rules import LAYER_NAMES
+from ._escape import markdown_code, markdown_text
 from .settings import summary_line
 from .sparkline import rebin, sparkline
 
@@ -16,8 +17,8 @@ _ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "unknown
 
 
 def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell: pipes escaped, newlines folded."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text safe inside a Markdown table cell: pipes escaped, HTML and links inert (report._escape)."""
+    return markdown_text(text)
 
 
 def _root(diag: Diagnosis) -> str:
@@ -33,17 +34,19 @@ def _evidence(diag: Diagnosis, layer: int) -> str:
         return "ignored (--select/--ignore)" + (f"; would fire: {', '.join(fired)}" if fired else "")
     if result.status is Status.UNKNOWN:
         if result.unknown_reason == "missing signal":
-            return "not judged: start logging " + ", ".join(f"`{s}`" for s in result.missing_signals)
+            return "not judged: start logging " + ", ".join(markdown_code(s, in_table=True)
+                                                            for s in result.missing_signals)
         return "not judged: " + cell(result.not_judged_text())
     parts = []
     for f in result.findings:
         tag = " (downstream)" if f.downstream else ""
-        parts.append(f"`{f.rule}`{tag}: {cell(f.message)}")
+        parts.append(f"{markdown_code(f.rule, in_table=True)}{tag}: {cell(f.message)}")
     return "<br>".join(parts)
 
 
 def _trends(diag: Diagnosis, layer: int) -> str:
-    return "<br>".join(f"`{t.signal}` {sparkline(rebin(t.values, 24))}" for t in diag.trends if t.layer == layer)
+    return "<br>".join(f"{markdown_code(t.signal, in_table=True)} {sparkline(rebin(t.values, 24))}"
+                       for t in diag.trends if t.layer == layer)
 
 
 def verdict(diag: Diagnosis) -> str:
@@ -55,7 +58,7 @@ def verdict(diag: Diagnosis) -> str:
 def _run(diag: Diagnosis, heading: str) -> list[str]:
     steps = f", steps {diag.steps[0]}-{diag.steps[1]}" if diag.steps else ""
     resumed = ", resumed" if diag.resumed else ""
-    out = [f"{heading} `{diag.run}`: {verdict(diag)} - root {_root(diag)}{steps}{resumed}", ""]
+    out = [f"{heading} {markdown_code(diag.run)}: {verdict(diag)} - root {_root(diag)}{steps}{resumed}", ""]
     with_trends = bool(diag.trends)
     out.append("| layer | status | onset | key evidence |" + (" signals |" if with_trends else ""))
     out.append("|---|---|---:|---|" + ("---|" if with_trends else ""))
@@ -82,7 +85,8 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
         out.append(f"**Downstream of layer {diag.root_layer}** - likely consequences; "
                    "do not fix from the bottom up:")
         out.append("")
-        out += [f"- `{f.rule}` ({f.severity}, steps {f.start_step}-{f.end_step}): {f.message}"
+        out += [f"- {markdown_code(f.rule)} ({f.severity}, steps {f.start_step}-{f.end_step}): "
+                f"{markdown_text(f.message, in_table=False)}"
                 for f in downstream]
         out.append("")
     if diag.ignored_findings:
@@ -94,9 +98,9 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
     if diag.unknown:
         out.append("<details><summary>Not judged: rules that lack a signal or enough data</summary>")
         out.append("")
-        out += [f"- `{u.rule}` (layer {u.layer}, {u.kind}): {cell(u.describe())}" for u in diag.unknown]
+        out += [f"- {markdown_code(u.rule)} (layer {u.layer}, {u.kind}): {cell(u.describe())}" for u in diag.unknown]
         out += ["", "</details>", ""]
-    out += [f"> note: {n}" for n in diag.notes]
+    out += [f"> note: {markdown_text(n, in_table=False)}" for n in diag.notes]
     if diag.notes:
         out.append("")
     return out
@@ -113,8 +117,8 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
         lines += ["| run | verdict | root layer | first finding |", "|---|---|---|---|"]
         for d in diagnoses:
             lead = sorted(d.root_findings(), key=lambda f: f.severity != "fail")
-            first = f"`{lead[0].rule}` at step {lead[0].start_step}" if lead else ""
-            lines.append(f"| `{cell(d.run)}` | {verdict(d)} | {_root(d)} | {first} |")
+            first = f"{markdown_code(lead[0].rule, in_table=True)} at step {lead[0].start_step}" if lead else ""
+            lines.append(f"| {markdown_code(d.run, in_table=True)} | {verdict(d)} | {_root(d)} | {first} |")
         lines.append("")
     for d in diagnoses:
         lines += _run(d, heading)

@@ -9,8 +9,10 @@ import shlex
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..signals import Signals, is_guess_note
+from ._escape import terminal as shown
 
 
 def _fmt(x: float) -> str:
@@ -53,38 +55,41 @@ def render_signals(resolved: list[Signals], format: str = "text", width: int = 1
     if format == "json":
         return json.dumps(signals_dict(resolved), indent=2) + "\n"
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, no_color=True, highlight=False)
+    console = Console(file=buffer, width=width, no_color=True, highlight=False, emoji=False)
     for i, sig in enumerate(resolved):
         if i:
             console.print()
-        console.print(f"{sig.run.name}: {len(sig.series)} signals from {len(sig.run.series)} keys")
-        console.print(framework_line(sig))
+        console.print(f"{shown(sig.run.name)}: {len(sig.series)} signals from {len(sig.run.series)} keys",
+                      markup=False)
+        console.print(shown(framework_line(sig)), markup=False)
         origins = list(dict.fromkeys(s.source for s in sig.series.values() if s.source))
         per_signal = len(origins) > 1
         if len(origins) == 1:
-            console.print(f"source: {origins[0]}")
+            console.print(f"source: {shown(origins[0])}", markup=False)
         guessing = bool(sig.guessed)
         table = Table(box=None, pad_edge=False)
         for col in (("signal", "key") + (("guessed by",) * guessing) + ("points", "steps", "first", "last", "NaN/Inf")
                     + (("source",) * per_signal)):
             table.add_column(col, overflow="fold")
         for name, s in sig.series.items():
-            table.add_row(name, s.key, *((sig.guessed.get(name, ""),) * guessing), str(len(s)),
-                          f"{s.steps[0]}-{s.steps[-1]}" if len(s) else "",
-                          _fmt(s.values[0]) if len(s) else "", _fmt(s.values[-1]) if len(s) else "",
-                          str(s.nonfinite_count), *((s.source,) * per_signal))
+            cells = (name, s.key, *((sig.guessed.get(name, ""),) * guessing), str(len(s)),
+                     f"{s.steps[0]}-{s.steps[-1]}" if len(s) else "",
+                     _fmt(s.values[0]) if len(s) else "", _fmt(s.values[-1]) if len(s) else "",
+                     str(s.nonfinite_count), *((s.source,) * per_signal))
+            table.add_row(*(Text(shown(c)) for c in cells))      # Text: a name is never rich markup
         console.print(table)
         _print_guesses(console, sig)
         decided = [f"{name} {unit}" for name, unit in sig.units.items() if unit != "as logged"]
         judged_as_logged = [name for name, unit in sig.units.items() if unit == "as logged"]
         if decided or judged_as_logged:
-            console.print("units: " + "; ".join(decided + ([", ".join(judged_as_logged) + " as logged (not a "
-                                                                   "percentage)"] if judged_as_logged else [])))
+            console.print(shown("units: " + "; ".join(decided + ([", ".join(judged_as_logged) + " as logged (not a "
+                                                                         "percentage)"] if judged_as_logged else []))),
+                          markup=False)
         if sig.unmapped:
-            console.print("unmapped: " + ", ".join(sig.unmapped))
+            console.print(shown("unmapped: " + ", ".join(sig.unmapped)), markup=False)
         for note in sig.notes:
             if not is_guess_note(note):
-                console.print(f"note: {note}")
+                console.print(f"note: {shown(note)}", markup=False)
     return buffer.getvalue()
 
 
@@ -95,6 +100,6 @@ def _print_guesses(console: Console, sig: Signals) -> None:
         console.print(f"guessed from names: {len(sig.guessed)} signal(s), by the pattern under 'guessed by'; "
                       "check them: --map SIGNAL=KEY corrects one, --no-guess turns guessing off")
     for name, keys in sig.ambiguous.items():
-        console.print(f"not guessed: {len(keys)} names fit {name} equally; pick one:", markup=False)
+        console.print(f"not guessed: {len(keys)} names fit {shown(name)} equally; pick one:", markup=False)
         for key in keys:
-            console.print(f"  --map {shlex.quote(f'{name}={key}')}", markup=False)
+            console.print(f"  --map {shown(shlex.quote(f'{name}={key}'))}", markup=False)

@@ -14,6 +14,7 @@ from rich.text import Text
 from ..cost import describe as describe_cost
 from ..diagnosis import SEVERITY_RANK, Diagnosis, Finding, Status, Trend
 from ..rules import LAYER_NAMES
+from ._escape import terminal as shown
 from .settings import summary_line
 from .sparkline import cell_steps, rebin, short, sparkline
 
@@ -31,7 +32,7 @@ def _layer_evidence(diag: Diagnosis, layer: int) -> str:
         return ""
     worst = sorted(result.findings, key=lambda f: f.severity != "fail")[0]
     more = len(result.findings) - 1
-    return worst.message + (f"  (+{more} more)" if more else "")
+    return shown(worst.message) + (f"  (+{more} more)" if more else "")
 
 
 def ignored_evidence(diag: Diagnosis, layer: int) -> str:
@@ -42,7 +43,7 @@ def ignored_evidence(diag: Diagnosis, layer: int) -> str:
 
 def _verdict_line(diag: Diagnosis) -> Text:
     text = Text()
-    text.append(diag.run, style="bold")
+    text.append(shown(diag.run), style="bold")
     text.append("  ")
     text.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
     if diag.ignored:
@@ -56,7 +57,7 @@ def _verdict_line(diag: Diagnosis) -> Text:
     if diag.steps:
         text.append(f"  steps {diag.steps[0]}-{diag.steps[1]}", style="dim")
     if diag.framework:
-        text.append(f"  {diag.framework}", style="dim")
+        text.append(f"  {shown(diag.framework)}", style="dim")
     if diag.resumed:
         text.append("  resumed", style="dim")
     if diag.ending is not None and diag.ending.failed:
@@ -68,7 +69,7 @@ def _spark_text(trend: Trend, name_w: int, spark_w: int, span: tuple[int, int],
                 findings: tuple[Finding, ...], labels: bool) -> Text:
     """One signal's sparkline; the cells inside a finding's step range take the finding's colour."""
     cells = rebin(trend.values, spark_w)
-    text = Text(f"{trend.signal[:name_w]:<{name_w}} ", style="dim")
+    text = Text(f"{shown(trend.signal)[:name_w]:<{name_w}} ", style="dim")
     for i, char in enumerate(sparkline(cells)):
         a, b = cell_steps(span, len(cells), i)
         hit = [f for f in findings if f.start_step < b and f.end_step >= a]
@@ -85,7 +86,7 @@ def _sparklines(diag: Diagnosis, layer: int, width: int) -> list[Text]:
     mine = [t for t in diag.trends if t.layer == layer]
     if not mine or diag.steps is None:
         return []
-    name_w = min(16, max(len(t.signal) for t in diag.trends))
+    name_w = min(16, max(len(shown(t.signal)) for t in diag.trends))
     column = width - 40                      # what the layer, status and onset columns leave
     spark_w = min(48, column - name_w - 1 - 22)
     labels = spark_w >= 12
@@ -132,14 +133,14 @@ def _check_first(console: Console, diag: Diagnosis) -> None:
     if not root:
         return
     console.print(Text(f"Check first (layer {diag.root_layer}, {LAYER_NAMES[diag.root_layer]}):", style="bold"))
-    _items(console, [(Text(f.rule, style=_STYLE[f.severity]), f.message) for f in root])
+    _items(console, [(Text(f.rule, style=_STYLE[f.severity]), shown(f.message)) for f in root])
     lead = _lead(root)
-    _items(console, [(f"{i}.", step) for i, step in enumerate(lead.check_first, 1)])
+    _items(console, [(f"{i}.", shown(step)) for i, step in enumerate(lead.check_first, 1)])
     others = [f.rule for f in root if f is not lead]
     if others:
         console.print(Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"))
     if diag.methods_advice:
-        _items(console, [("methods:", diag.methods_advice)])
+        _items(console, [("methods:", shown(diag.methods_advice))])
 
 
 def _not_judged(console: Console, diag: Diagnosis) -> None:
@@ -147,7 +148,7 @@ def _not_judged(console: Console, diag: Diagnosis) -> None:
     if unknown_layers:
         console.print(Text("Not judged - what each layer lacks:", style="bold"))
         _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) {r.unknown_reason}: "
-                          + r.not_judged_text()) for r in unknown_layers])
+                          + shown(r.not_judged_text())) for r in unknown_layers])
 
 
 def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, shared: bool = False) -> None:
@@ -160,20 +161,20 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, share
     if downstream:
         console.print(Text(f"Downstream of layer {diag.root_layer} - likely consequences; do not fix "
                            "from the bottom up:", style="bold"))
-        _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), f.message)
+        _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), shown(f.message))
                          for f in downstream])
     if not shared:
         _not_judged(console, diag)
     if diag.ignored_findings:
         console.print(Text("Ignored by the selection, would have fired:", style="bold"))
-        _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), f.message)
+        _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), shown(f.message))
                          for f in diag.ignored_findings])
     for line in describe_cost(diag.cost) if diag.cost else ():
-        console.print(Text(line))
+        console.print(Text(shown(line)))
     for forecast in diag.forecasts:
-        console.print(Text(forecast.describe(), style="yellow"))
+        console.print(Text(shown(forecast.describe()), style="yellow"))
     for note in diag.notes:
-        console.print(Text(f"note: {note}", style="dim"))
+        console.print(Text(f"note: {shown(note)}", style="dim"))
 
 
 def _lead(findings) -> Finding:
@@ -185,7 +186,7 @@ def _headline(diag: Diagnosis) -> str:
     root = diag.root_findings()
     if root:
         lead = _lead(root)
-        text = f"{lead.rule}: {lead.message}"
+        text = f"{lead.rule}: {shown(lead.message)}"
     elif diag.verdict == "unknown":
         text = "nothing could be judged"
     else:
@@ -216,7 +217,7 @@ def _runs_table(console: Console, diagnoses: list[Diagnosis]) -> None:
     for d in diagnoses:
         root = "" if d.root_layer is None else f"{d.root_layer} {LAYER_NAMES[d.root_layer]}"
         onset = None if d.root_layer is None else d.layers[d.root_layer - 1].onset_step
-        rows.append((d.run, d.verdict, root, "" if onset is None else str(onset), _headline(d)))
+        rows.append((shown(d.run), d.verdict, root, "" if onset is None else str(onset), _headline(d)))
     heads = ("run", "verdict", "root", "onset")
     widths = [min(limit, max(len(head), *(len(r[i]) for r in rows)))
               for i, (head, limit) in enumerate(zip(heads, (40, 7, 18, 7)))]
@@ -247,11 +248,12 @@ def _compact(console: Console, diag: Diagnosis) -> None:
     """A run at or above --fail-on in a tree: its root findings and first checks in about 8 lines."""
     _fit(console, _verdict_line(diag))
     root = diag.root_findings()
-    rows: list[tuple[Text | str, str]] = [(Text(f.rule, style=_STYLE[f.severity]), f.message) for f in root[:2]]
+    rows: list[tuple[Text | str, str]] = [(Text(f.rule, style=_STYLE[f.severity]), shown(f.message))
+                                          for f in root[:2]]
     if len(root) > 2:
         rows.append((Text("more:", style="dim"), ", ".join(f.rule for f in root[2:])))
     if root:
-        rows += [(f"check first {i}.", step) for i, step in enumerate(_lead(root).check_first[:2], 1)]
+        rows += [(f"check first {i}.", shown(step)) for i, step in enumerate(_lead(root).check_first[:2], 1)]
     downstream = [f"{f.rule} ({f.severity})" for f in diag.findings if f.downstream]
     if downstream:
         rows.append((Text("downstream:", style="dim"), ", ".join(downstream)))
@@ -269,13 +271,14 @@ def _shared_not_judged(console: Console, diagnoses: list[Diagnosis]) -> None:
     for d in diagnoses:
         for r in d.layers:
             if r.status is Status.UNKNOWN:
-                groups.setdefault((r.layer, f"{r.unknown_reason}: {r.not_judged_text()}"), []).append(d.run)
+                groups.setdefault((r.layer, f"{r.unknown_reason}: {shown(r.not_judged_text())}"), []).append(
+                    shown(d.run))
     if not groups:
         return
     console.print(Text("Not judged - what each layer lacks:", style="bold"))
     rows = []
     for (layer, text), runs in sorted(groups.items()):
-        others = [d.run for d in diagnoses if d.run not in runs]
+        others = [shown(d.run) for d in diagnoses if shown(d.run) not in runs]
         who = ("all runs" if not others else f"all but {', '.join(others)}" if len(others) <= 2
                else ", ".join(runs) if len(runs) <= 2 else f"{len(runs)} runs")
         rows.append((f"layer {layer}", f"({LAYER_NAMES[layer]}, {who}) {text}"))
@@ -314,7 +317,7 @@ def _not_read(console: Console, not_read) -> None:
         console.print()
         console.print(Text(f"Not read ({len(not_read)}):", style="bold"))
         for path, why in not_read:
-            console.print(Text(f"  {path}: {why}"))
+            console.print(Text(f"  {shown(path)}: {shown(why)}"))
 
 
 def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool = False,
@@ -328,7 +331,7 @@ def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool 
     console = _console(buffer, width, color)
     settings = summary_line(options.get("settings"))
     if settings:                        # a config file or a flag that changes the verdict is never silent
-        console.print(Text(settings, style="bold"))
+        console.print(Text(shown(settings), style="bold"))
     if len(diagnoses) == 1 and view != "quiet":
         _print_run(console, diagnoses[0], sparklines)
         _not_read(console, options.get("not_read") or ())

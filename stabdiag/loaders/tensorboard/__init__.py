@@ -154,6 +154,8 @@ def _to_run(root: str, ordered: list[str], merged: _Merge, notes: list[str],
     if failures and not merged.files:
         raise failures[0]
     notes = [f"skipped {err}" for err in failures] + notes + merged.resume_notes()
+    notes += [f"two series are both named {key} (add_scalar in one folder, add_scalars in another); the "
+              f"second is read as '{apart}'" for key, apart in merged.collisions.items()]
     for path, count in merged.out_of_range:
         notes.append(f"{path}: {count} point(s) left out: their step is not {STEP_RANGE}")
     if not merged.points:
@@ -176,6 +178,8 @@ class _Merge:
         self.origin: dict[str, list[int]] = {}
         self.skipped: dict[str, int] = {}
         self.out_of_range: list[tuple[str, int]] = []     # (file, points) whose step is out of range
+        self.folder_of: dict[str, str] = {}                 # the sub-folder ("" the run's) each key is from
+        self.collisions: dict[str, str] = {}                # key -> the key the second folder's series got
 
     def add(self, path: str, sub: str, scalars) -> None:
         index = len(self.files)
@@ -184,6 +188,12 @@ class _Merge:
             self.skipped[kind] = self.skipped.get(kind, 0) + n
         for tag, columns in scalars.points.items():
             key = tag if not sub else _sub_key(sub, tag)
+            if self.folder_of.setdefault(key, sub) != sub:
+                # add_scalar("loss/train") beside add_scalars("loss", {"train": ...}): two series, one
+                # key; kept apart (one replacing the other would also read as a false resume)
+                apart = f"{key} [{sub or '.'}/]"
+                self.collisions.setdefault(key, apart)
+                key = apart
             ok = in_step_range(columns[0])
             if not ok.all():                     # an Event's int64 step of 2**63-1: see run.STEP_MAX
                 self.out_of_range.append((path, int(np.count_nonzero(~ok))))
@@ -209,11 +219,16 @@ class _Merge:
                 if went_back.size:
                     _widen(inside, index, int(steps[1:][went_back].min()), int(peak[:-1][went_back].max()))
                 before = int(steps.max()) if before is None else max(before, int(steps.max()))
-        notes = [f"resumed at step {low}: {self.files[i]} writes steps {low}-{high} again; the earlier "
+        notes = [f"resumed at step {low}: {self.files[i]} writes steps {_span(low, high)} again; the earlier "
                  "values are kept as superseded evidence" for i, (low, high) in sorted(back.items())]
         notes += [f"resumed at step {low}: steps go back from {high} inside {self.files[i]}; the earlier "
                   "values are kept as superseded evidence" for i, (low, high) in sorted(inside.items())]
         return notes
+
+
+def _span(low: int, high: int) -> str:
+    """`5-4906`, but `-5 to 4906` where a step is negative (`-5-4906` reads as a subtraction)."""
+    return f"{low}-{high}" if low >= 0 else f"{low} to {high}"
 
 
 def _widen(spans: dict[int, list[int]], index: int, low: int, high: int) -> None:

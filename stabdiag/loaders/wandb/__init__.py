@@ -20,6 +20,7 @@ import math
 import os
 from typing import TYPE_CHECKING
 
+from ..._budget import YAML_MAX, yaml_load
 from ...errors import InputError
 from ...run import STEP_RANGE, Run, as_float, exact_step, merge_runs, run_name_for, shown_number
 
@@ -254,10 +255,11 @@ def _old_run_meta(files_dir: str) -> dict:
     except ImportError:
         return meta
     try:
-        with open(os.path.join(files_dir, "config.yaml"), encoding="utf-8") as fh:
-            raw = yaml.safe_load(fh) or {}
+        path = os.path.join(files_dir, "config.yaml")
+        with open(path, encoding="utf-8") as fh:
+            raw = yaml_load(fh.read(YAML_MAX + 1), path) or {}       # an alias bomb: refused, not expanded
         meta["config"] = {k: (v.get("value") if isinstance(v, dict) and "value" in v else v)
                           for k, v in raw.items() if k not in ("_wandb", "wandb_version")}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, RecursionError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, RecursionError, InputError):
         pass
     return meta

@@ -8,6 +8,7 @@ interrupted fetch never leaves a half file behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -33,13 +34,27 @@ def cache_root() -> Path:
     return Path(user_cache_dir("stabdiag"))
 
 
+def _folder_name(part: str) -> str:
+    """One URI part as a folder name no other part can have: its characters outside [A-Za-z0-9._-]
+    %-escaped (so `a b` and `a_b` stay apart), then a hash of the exact part (so `Run` and `run` stay
+    apart on a case-insensitive disk, and a long part stays short)."""
+    readable = re.sub(r"[^A-Za-z0-9._-]", lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), part)
+    return f"{readable[:64]}-{hashlib.sha256(part.encode()).hexdigest()[:16]}"
+
+
 def run_cache_dir(entity: str, project: str, run_id: str) -> Path:
     """The folder that holds one run's cached histories; every part is one folder name below the
-    cache, never `.` or `..` (parse_uri refuses those first, with the URI in the message)."""
-    safe = [re.sub(r"[^A-Za-z0-9._-]", "_", part) for part in (entity, project, run_id)]
-    if any(part in ("", ".", "..") for part in safe):
-        raise ValueError(f"not a folder name for the cache: {'/'.join(safe)!r}")
-    return cache_root() / "wandb" / safe[0] / safe[1] / safe[2]
+    cache, never `.` or `..` (parse_uri refuses those first, with the URI in the message), and no two
+    runs share one (`_folder_name`); each file also holds its run's parts, checked when it is read."""
+    if any(part in ("", ".", "..") for part in (entity, project, run_id)):
+        raise ValueError(f"not a folder name for the cache: {entity}/{project}/{run_id}")
+    return cache_root() / "wandb" / _folder_name(entity) / _folder_name(project) / _folder_name(run_id)
+
+
+def is_for(meta: dict | None, entity: str, project: str, run_id: str) -> bool:
+    """A cached file's metadata names exactly this run (a file of another run is never served)."""
+    named = None if meta is None else (meta.get("entity"), meta.get("project"), meta.get("run_id"))
+    return named == (entity, project, run_id)
 
 
 def _private_dirs(folder: Path) -> None:
@@ -94,16 +109,22 @@ def write_cache(path: Path, table) -> bool:
     return True
 
 
-def finished_cache(folder: Path) -> Path | None:
-    """The newest cached history of this run, if the run had ended when it was fetched."""
+def finished_cache(folder: Path, run: tuple[str, str, str]) -> Path | None:
+    """The newest cached history of this run (entity, project, run id), if the run had ended when it
+    was fetched and the file says it is this run's."""
     if not folder.is_dir():
         return None
     files = sorted(folder.glob("history-step*.parquet"), key=lambda p: _cached_step(p), reverse=True)
     for path in files[:1]:
         meta = _cache_meta(path)
-        if meta is not None and meta.get("state") in _TERMINAL:
+        if is_for(meta, *run) and meta.get("state") in _TERMINAL:
             return path
     return None
+
+
+def cached_for(path: Path, run: tuple[str, str, str]) -> bool:
+    """`path` exists and holds this run's history."""
+    return path.is_file() and is_for(_cache_meta(path), *run)
 
 
 def _cached_step(path: Path) -> int:

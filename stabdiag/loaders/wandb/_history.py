@@ -105,6 +105,7 @@ class History:
         self.bad_steps = 0                      # rows whose `_step` is not an int64 (kept at their own step)
         self._decode = decode                   # payload -> wandb's HistoryRecord, for rows read item by item
         self._notes = notes if notes is not None else []
+        self._collided: set[str] = set()         # keys written both flat and nested in one row (noted once)
         self._slow: dict[str, tuple[list[int], list[float]]] = {}
         self._pieces: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self._payloads: list = []
@@ -226,6 +227,18 @@ class History:
         self._fold(row_of[item_record], codes, names, values)
         self.bad_steps += len(self._unplaced)          # counted as _own_step counts a decoded row's
 
+    def _apart(self, name: str, rows: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """The items of one key written two ways (`train/reward` flat and `{"train": {"reward"}}` nested),
+        together; where both ways wrote one row, the first way's value is kept and a note names the key
+        and how many rows (never a silent drop)."""
+        both = np.isin(rows[second], rows[first])
+        if both.any() and name not in self._collided:
+            self._collided.add(name)
+            self._notes.append(f"{name}: written both as one key and as nested parts in "
+                               f"{int(np.count_nonzero(both))} row(s); the value of the form met first was kept")
+            second = second[~both]
+        return np.sort(np.concatenate([first, second]))
+
     def _fold(self, rows: np.ndarray, codes: np.ndarray, names: list, values) -> None:
         """Append a chunk's points to the columns: each item's row, key code, the keys, JSON values."""
         if not len(rows):
@@ -240,7 +253,7 @@ class History:
             if name is None or not len(idx):
                 continue
             if name in where:                          # one key written two ways (a key, or nested parts)
-                idx = np.sort(np.concatenate([where[name], idx]))
+                idx = self._apart(name, rows, where[name], idx)
             where[name] = idx
         for name in list(where):
             if name.endswith("/_type"):                # every field of a media value, in its rows

@@ -23,7 +23,7 @@ import time
 
 from ...errors import InputError, MissingExtraError
 from ...run import Run
-from ._cache import finished_cache, read_cache, run_cache_dir, run_from_table, to_table, write_cache
+from ._cache import cached_for, finished_cache, read_cache, run_cache_dir, run_from_table, to_table, write_cache
 
 _URI = re.compile(r"^wandb://(?P<entity>[^/?#\s]+)/(?P<project>[^/?#\s]+)/(?:runs/)?(?P<run>[^/?#\s]+)/?$")
 _URL = re.compile(r"^https?://(?:www\.)?wandb\.ai/(?P<entity>[^/?#\s]+)/(?P<project>[^/?#\s]+)/runs/"
@@ -67,7 +67,7 @@ def load_uri(uri: str, **options) -> Run:
     step_col = options.get("step_col")
     folder = run_cache_dir(entity, project, run_id)
     if not refresh:
-        cached = finished_cache(folder)
+        cached = finished_cache(folder, (entity, project, run_id))
         if cached is not None:
             return read_cache(cached, uri, step_col)
     api = _open_api(uri)
@@ -95,7 +95,7 @@ def _load_api_run(run, uri: str, names: tuple[str, str, str], folder, refresh: b
     entity, project, run_id = names
     keys_info, last_step = _history_keys(run, uri)
     path = folder / f"history-step{last_step}.parquet"
-    if not refresh and path.is_file():
+    if not refresh and cached_for(path, (entity, project, run_id)):
         return read_cache(path, uri, step_col)
     columns, notes = _fetch_history(run, uri, keys_info, progress)
     meta = _run_meta(run, entity, project, run_id, last_step)

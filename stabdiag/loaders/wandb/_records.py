@@ -107,7 +107,11 @@ def framed_records(data: bytes, notes: list[str], start: int = HEADER_LEN
             break
         checksum, length, kind = unpack(data, pos)
         end = pos + RECORD_HEADER_LEN + length
-        if kind == 0 and length == 0 and checksum == 0:   # zero fill (preallocated space)
+        if kind == 0 and length == 0 and checksum == 0:   # zero fill (preallocated space)...
+            if data[pos + room:pos + room + BLOCK_LEN].strip(b"\0"):
+                # ...but data follows: a zeroed stretch in the middle lost every record it held
+                bad.add(parts_at if parts else pos, min(pos + room, size), "zeroed bytes; the records in them are lost")
+                parts = []
             pos += room
             continue
         if kind not in (FULL, FIRST, MIDDLE, LAST) or length > room - RECORD_HEADER_LEN:

@@ -1,0 +1,390 @@
+"""Hostile names and hostile files (issue 29): nothing from the data reaches a terminal, a CI log or a report
+unescaped, small files cannot exhaust memory or time, one torn line never loses a log, cached runs cannot
+answer for each other, colliding keys stay apart, config files never change a verdict unseen, and exit
+codes hold on every path.  Every input is made here, minimal, by the test."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from stabdiag.cli import app
+from stabdiag.report import _escape
+
+runner = CliRunner()
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]")
+FORGED_RUN = "run\n::error file=a.py::forged\x1b]8;;http:x\x07"
+FORGED_KEY = "loss\n::stop-commands::tok\x1b[2J`|![i](http:x)<img src=x>"
+OURS = re.compile(r"^::(error|warning|notice) ")
+
+
+def jsonl_run(folder: Path, loss_key: str = "loss", steps: int = 120) -> Path:
+    """A run whose loss (under `loss_key`) turns NaN at step 100: a layer-3 finding that names the key."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    with open(folder / "metrics.jsonl", "w") as fh:
+        for s in range(1, steps + 1):
+            loss = float("nan") if s >= 100 else 2.0 - s / 200 + rng.normal() * 0.01
+            fh.write(json.dumps({"step": s, loss_key: loss, "grad_norm": 1.0 + rng.normal() * 0.05}) + "\n")
+    return folder
+
+
+def raw_in(text: str, fmt: str, stream: str) -> str | None:
+    """What shows data raw in one output stream, or None."""
+    hit = CONTROL.search(text.replace("\t", " "))
+    if hit:
+        return f"control character {hit.group()!r}"
+    for line in text.splitlines():
+        if line.lstrip().startswith("::") and not (fmt == "github" and stream == "stdout" and OURS.match(line)):
+            return f"a line starting with '::': {line!r}"
+    return None
+
+
+# --- 1. one escaping policy ---------------------------------------------------------------------
+
+def test_visible_shows_every_control_character_and_leaves_ordinary_text_alone():
+    assert _escape.visible("reward 0.37 -> 0.76 (13 noise sds), eval:math500") == \
+        "reward 0.37 -> 0.76 (13 noise sds), eval:math500"
+    assert _escape.visible("a\nb\r\t\x1b[31m\x9b\x7f\u202e") == "a\\nb\\r\\t\\x1b[31m\\x9b\\x7f\\u202e"
+    assert _escape.visible("x::stop-commands::y") == "x:\\x3astop-commands:\\x3ay"
+
+
+def test_markdown_code_span_cannot_be_closed_early_and_cells_cannot_split():
+    assert _escape.markdown_code("a`b") == "``a`b``"
+    assert _escape.markdown_code("`a``") == "``` `a`` ```"
+    assert _escape.markdown_code("a|b", in_table=True) == "`a\\|b`"
+    text = _escape.markdown_text("![i](http://x) <img src=x> a|b \\")
+    assert "<" not in text and "![" not in text and "\\|" in text and text.endswith("\\\\")
+
+
+def test_xml_and_github_escapes():
+    assert _escape.xml("a\x01b\x1b") == "a\\x01b\\x1b"
+    assert _escape.xml("line 1\nline 2", lines=True) == "line 1\nline 2"
+    assert _escape.github_data("x\n::error::y%") == "x\\n:\\x3aerror:\\x3ay%25"
+    assert _escape.github_data("ours\nnext", lines=True) == "ours%0Anext"
+    assert _escape.github_property("a:b,c\nd") == "a%3Ab%2Cc\\nd"
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "github", "junit", "json"])
+def test_no_reporter_and_no_stderr_note_shows_a_hostile_name_raw(tmp_path, monkeypatch, fmt):
+    jsonl_run(tmp_path / FORGED_RUN, FORGED_KEY)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", FORGED_RUN, "--format", fmt, "--map", f"loss={FORGED_KEY}"])
+    assert result.exit_code == 1, result.output
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        assert raw_in(text, fmt, stream) is None, (stream, text)
+    if fmt == "junit":
+        suite = ET.fromstring(result.stdout).find("testsuite")
+        assert suite.get("name") == _escape.visible(FORGED_RUN)
+    if fmt == "json":                       # JSON escapes itself: names stay exact for programs
+        doc = json.loads(result.stdout)
+        assert doc["runs"][0]["run"] == FORGED_RUN and doc["runs"][0]["signals"]["loss"] == FORGED_KEY
+    if fmt in ("terminal", "github"):
+        assert "run\\n:\\x3aerror file=a.py:\\x3aforged\\x1b]8;;http:x\\x07" in result.stdout
+    if fmt == "markdown":
+        assert "<img" not in result.stdout and "![i]" not in result.stdout
+        assert f"### `{_escape.visible(FORGED_RUN)}`" in result.stdout
+
+
+def test_signals_escapes_names_and_never_reads_them_as_markup(tmp_path, monkeypatch):
+    folder = jsonl_run(tmp_path / "[bold]run[blink]", "[red]loss\x1b[2J:thumbs_up:")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["signals", folder.name])
+    assert result.exit_code == 0, result.output
+    assert raw_in(result.stdout, "text", "stdout") is None
+    assert "[bold]run[blink]" in result.stdout and "[red]loss\\x1b[2J:thumbs_up:" in result.stdout
+
+
+def test_each_not_read_warning_is_said_once_with_format_json(tmp_path, monkeypatch):
+    jsonl_run(tmp_path / "r")
+    (tmp_path / "r" / "broken.csv").write_bytes(b"step,loss\n1,\xff\n")
+    result = runner.invoke(app, ["check", str(tmp_path / "r"), "-f", "json"])
+    assert result.exit_code in (0, 1), result.output
+    said = [line for line in result.stderr.splitlines() if "broken.csv" in line]
+    assert len(said) == 1, result.stderr
+
+
+# --- 2. budgets on input: bounded memory, a note naming the file, the rest judged ------------------
+
+LIMITED = textwrap.dedent("""
+    import resource, sys
+    limit = int(sys.argv[1]) << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    from stabdiag.cli import main
+    sys.argv = ["stabdiag", *sys.argv[2:]]
+    main()
+""")
+
+
+def limited_check(args: list[str], cwd: Path, memory_mb: int = 3072, timeout: int = 120):
+    """`stabdiag check ARGS` in a child process under an address-space limit (RLIMIT_AS)."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run([sys.executable, "-c", LIMITED, str(memory_mb), "check", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def gzip_bomb_jsonl(path: Path) -> None:
+    line = b'{"step": 1, "loss": 2.0}\n'
+    path.write_bytes(gzip.compress(line * ((80 << 20) // len(line)), 6))       # 80 MiB in ~0.2 MiB
+
+
+def gzip_bomb_csv(path: Path) -> None:
+    path.write_bytes(gzip.compress(b"step,loss\n" + b"1,2\n" * (30 << 20), 6))
+
+
+def many_keys(path: Path) -> None:
+    with open(path, "w") as fh:
+        for s in range(150):
+            fh.write(json.dumps({"step": s, **{f"k{s}_{i}": 1.0 for i in range(800)}}) + "\n")
+
+
+def long_line(path: Path) -> None:
+    with open(path, "wb") as fh:
+        fh.write(b'{"step": 1, "loss": 2}\n')
+        fh.write(b"1" * (65 << 20))
+
+
+def zero_events(path: Path) -> None:
+    path.write_bytes(b"\0" * (32 << 20))
+
+
+HOSTILE_FILES = {
+    "bomb.jsonl.gz": (gzip_bomb_jsonl, "decompresses to more than"),
+    "bomb.csv.gz": (gzip_bomb_csv, "decompresses to more than"),
+    "keys.jsonl": (many_keys, "more than 100,000 distinct metric keys"),
+    "long.jsonl": (long_line, "a line longer than 64 MiB"),
+    "events.out.tfevents.1.zero": (zero_events, "not a TensorBoard event file"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_FILES))
+def test_a_hostile_file_alone_is_one_error_naming_it_within_memory(tmp_path, name):
+    make, problem = HOSTILE_FILES[name]
+    make(tmp_path / name)
+    done = limited_check([name, "--format", "json"], tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {name}") and problem in lines[0], done.stderr
+    assert "MemoryError" not in done.stderr and "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize("name", ["bomb.jsonl.gz", "keys.jsonl"])
+def test_a_hostile_file_beside_a_good_log_loses_only_itself(tmp_path, name):
+    make, problem = HOSTILE_FILES[name]
+    run = jsonl_run(tmp_path / "run")
+    make(run / name)
+    good = jsonl_run(tmp_path / "tree" / "good")
+    (tmp_path / "tree" / "bad").mkdir()
+    make(tmp_path / "tree" / "bad" / name)              # a tree: the bad run is lost, the good one judged
+    for target in ("run", "tree"):
+        done = limited_check([target, "--format", "json"], tmp_path)
+        assert done.returncode == 1, done.stderr[-2000:]            # the good log judged: layer 3 fails
+        doc = json.loads(done.stdout)
+        assert [r["verdict"] for r in doc["runs"]] == ["fail"]
+        assert problem in done.stderr and name in done.stderr and "internal error" not in done.stderr
+    assert good.is_dir()
+
+
+def test_a_yaml_alias_bomb_config_is_a_note_and_the_run_is_judged(tmp_path):
+    run = jsonl_run(tmp_path / "run")
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for i in range(8):
+        prev, cur = chr(97 + i), chr(98 + i)
+        lines.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    (run / "config.yaml").write_text("\n".join(lines) + "\n")        # ~300 bytes for 9**9 values
+    done = limited_check(["run", "--format", "json"], tmp_path, memory_mb=2048, timeout=60)
+    assert done.returncode == 1, done.stderr[-2000:]
+    notes = json.loads(done.stdout)["runs"][0]["notes"]
+    assert any("config.yaml" in n and "alias" in n for n in notes), notes
+
+
+# --- 3. torn lines ---------------------------------------------------------------------------------
+
+def test_a_glued_jsonl_line_in_the_middle_is_skipped_with_a_note_and_every_other_row_read(tmp_path):
+    lines = [json.dumps({"step": s, "loss": 1.0 / s}) for s in range(1, 61)]
+    lines[29] = lines[29][:15] + lines[30]                # killed mid-line at step 30, resumed at 31
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    from stabdiag.loaders import tabular
+
+    run = tabular.load(str(path))
+    assert run.series["loss"].steps.tolist() == [s for s in range(1, 61) if s != 30]
+    assert any(n.startswith("m.jsonl:30: not valid JSON") and "skipped" in n for n in run.notes), run.notes
+
+
+def test_a_csv_row_with_too_few_or_too_many_cells_is_refused_never_read_as_a_value(tmp_path):
+    rows = ["step,loss,reward"] + [f"{s},{1.0 / s},{s / 100}" for s in range(1, 41)]
+    rows[20] = "20,0.05"                                  # torn: the reward cell never written
+    rows[25] = "25,0.04,0.2526,0.27,0.01"                 # glued
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join(rows) + "\n")
+    from stabdiag.loaders import tabular
+
+    run = tabular.load(str(path))
+    assert 20 not in run.series["loss"].steps.tolist() and 25 not in run.series["reward"].steps.tolist()
+    assert 20 not in run.series["reward"].steps.tolist()
+    assert any(n.startswith("m.csv:21: 2 cells") for n in run.notes), run.notes
+    assert any(n.startswith("m.csv:26: 5 cells") for n in run.notes), run.notes
+
+
+def test_a_file_of_mostly_malformed_lines_is_still_refused(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"step": 1, "loss": 1}\n{"step": 2, \n{"step": 3, \n')
+    result = runner.invoke(app, ["check", str(path)])
+    assert result.exit_code == 2 and "m.jsonl:2: not valid JSON" in result.stderr
+
+
+# --- 4. cache identity -----------------------------------------------------------------------------
+
+def test_cache_folders_never_collide_and_a_file_of_another_run_is_not_served(tmp_path, monkeypatch):
+    from stabdiag.loaders.wandb import _cache
+
+    monkeypatch.setenv("STABDIAG_CACHE_DIR", str(tmp_path))
+    pairs = [(("e", "p", "a b"), ("e", "p", "a_b")), (("e", "p", "Run"), ("e", "p", "run")),
+             (("a_b", "p", "r"), ("a b", "p", "r"))]
+    for one, other in pairs:
+        assert _cache.run_cache_dir(*one) != _cache.run_cache_dir(*other)
+        assert str(_cache.run_cache_dir(*one)).lower() != str(_cache.run_cache_dir(*other)).lower()
+    folder = _cache.run_cache_dir("e", "p", "r1")
+    meta = {"entity": "e", "project": "p", "run_id": "r2", "state": "finished"}     # another run's file
+    table = _cache.to_table({"loss": ([1, 2], [1.0, 0.5], [0.0, 1.0])}, meta)
+    assert _cache.write_cache(folder / "history-step2.parquet", table)
+    assert _cache.finished_cache(folder, ("e", "p", "r1")) is None
+    assert _cache.finished_cache(folder, ("e", "p", "r2")) == folder / "history-step2.parquet"
+
+
+# --- 5. key collisions -----------------------------------------------------------------------------
+
+def test_add_scalar_and_add_scalars_of_one_name_stay_two_series_and_no_resume(tmp_path):
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "run"))
+    for s in range(30):
+        writer.add_scalar("loss/train", 1.0, s)
+        writer.add_scalars("loss", {"train": 2.0}, s)
+    writer.close()
+    from stabdiag.assemble import load
+
+    (run,) = load([str(tmp_path / "run")])
+    apart = [k for k in run.series if k.startswith("loss/train")]
+    assert len(apart) == 2, list(run.series)
+    assert sorted(run.series[k].values[0] for k in apart) == [1.0, 2.0]
+    assert not run.resumed
+    assert any("two series are both named loss/train" in n for n in run.notes), run.notes
+
+
+def test_wandb_key_written_flat_and_nested_in_one_row_is_noted(tmp_path):
+    pytest.importorskip("wandb")
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from fuzz_records import wandb_frame
+
+    records = []
+    for s in range(20):
+        rec = pb.Record()
+        for parts, value in ((("_step",), s), (("train/reward",), 1.0), (("train", "reward"), 2.0)):
+            item = rec.history.item.add()
+            if len(parts) == 1:
+                item.key = parts[0]                       # flat: one key holding a slash
+            else:
+                item.nested_key.extend(parts)             # nested: {"train": {"reward": ...}}
+            item.value_json = json.dumps(value)
+        rec.history.step.num = s
+        records.append(rec.SerializeToString())
+    path = tmp_path / "run-x.wandb"
+    path.write_bytes(wandb_frame(records))
+    from stabdiag.loaders import wandb as wr
+
+    run = wr.load(str(path))
+    reward = run.series["train/reward"]
+    assert reward.steps.tolist() == list(range(20)) and not run.resumed
+    assert any("train/reward: written both as one key and as nested parts" in n for n in run.notes), run.notes
+
+
+# --- 6. config trust -------------------------------------------------------------------------------
+
+def test_a_config_above_a_downloaded_tree_is_announced_and_isolated_ignores_it(tmp_path, monkeypatch):
+    jsonl_run(tmp_path / "tree" / "run")
+    (tmp_path / "tree" / "stabdiag.toml").write_text('ignore = ["L3"]\nallow-unknown = true\n')
+    monkeypatch.chdir(tmp_path / "tree" / "run")
+    for fmt in ("json", "github", "junit", "terminal", "markdown"):
+        switched = runner.invoke(app, ["check", ".", "-f", fmt])
+        assert switched.exit_code == 0, switched.output
+        assert "note: config" in switched.stderr and "ignore L3" in switched.stderr, (fmt, switched.stderr)
+    isolated = runner.invoke(app, ["check", ".", "-f", "json", "--isolated"])
+    assert isolated.exit_code == 1 and "note: config" not in isolated.stderr
+    assert json.loads(isolated.stdout)["settings"]["config"] is None
+    both = runner.invoke(app, ["check", ".", "--isolated", "--config", "../stabdiag.toml"])
+    assert both.exit_code == 2 and both.stderr.startswith("error: --isolated")
+
+
+# --- 7. exit codes ---------------------------------------------------------------------------------
+
+def test_debug_keeps_exit_2_for_an_input_error(tmp_path):
+    result = runner.invoke(app, ["check", str(tmp_path / "missing"), "--debug"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: ")
+
+
+def test_a_deleted_working_directory_is_a_clear_error(tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    code = ("import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); from stabdiag.cli import main; "
+            "sys.argv = ['stabdiag', 'check', '.']; main()")
+    done = subprocess.run([sys.executable, "-c", code, str(gone)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: the working directory no longer exists (deleted?); cd to one that " \
+                                  "does and rerun"
+
+
+# --- notes -------------------------------------------------------------------------------------------
+
+def test_a_device_inside_a_run_dir_is_said_whatever_its_name(tmp_path):
+    run = jsonl_run(tmp_path / "run")
+    try:
+        os.mknod(run / "weird", 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 5))
+    except PermissionError:
+        pytest.skip("creating a device needs root")
+    result = runner.invoke(app, ["check", str(run), "-f", "json"])
+    assert result.exit_code == 1
+    assert [line for line in result.stderr.splitlines() if "weird" in line] == \
+        ["warning: run: weird: not read: a character device, not a regular file"]
+
+
+def test_a_zeroed_block_in_the_middle_of_a_wandb_log_says_its_records_are_lost(tmp_path):
+    pytest.importorskip("wandb")
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from fuzz_records import wandb_frame
+
+    records = []
+    for s in range(3000):
+        rec = pb.Record()
+        for key, value in (("_step", s), ("loss", 1.0)):
+            item = rec.history.item.add()
+            item.key, item.value_json = key, json.dumps(value)
+        rec.history.step.num = s
+        records.append(rec.SerializeToString())
+    data = bytearray(wandb_frame(records))
+    data[32768:65536] = bytes(32768)                      # one block zeroed (a disk or copy fault)
+    path = tmp_path / "run-z.wandb"
+    path.write_bytes(bytes(data))
+    from stabdiag.loaders import wandb as wr
+
+    run = wr.load(str(path))
+    assert 0 < len(run.series["loss"]) < 3000
+    assert any("zeroed bytes; the records in them are lost" in n for n in run.notes), run.notes

@@ -10,7 +10,8 @@ file, a FIFO, a symlink loop), a hostile name (a folder, file or metric key hold
 command, terminal control sequences or Markdown that breaks out) or a hostile size (a gzip bomb, too many
 keys, a line past the budget, a YAML alias bomb, a zero-filled event file) from bench/fuzz_hostile.  It is
 run through the real command line (`stabdiag check ...`, in a worker process that imports stabdiag once)
-with a time limit (the worker is killed and replaced) and a memory limit (RLIMIT_AS).  What is counted, and must stay at zero:
+with a time limit (the worker is killed and replaced) and a memory limit (RLIMIT_AS).  What is counted,
+and must stay at zero:
 
     internal error    `error: internal error: ...` (an exception the library did not expect)
     traceback         a Python traceback in the output

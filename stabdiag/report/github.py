@@ -72,7 +72,7 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
                                  title=f"stabdiag {f.rule} ({role})"))
         if diag.ignored:
             lines.append(command("warning" if diag.ignored_findings else "notice",
-                                 f"{diag.run}: {diag.verdict_text()}", file=file,
+                                 f"{visible(diag.run)}: {visible(diag.verdict_text())}", file=file,
                                  title="stabdiag rules ignored (--select/--ignore)"))
         for r in diag.layers:
             if r.status is Status.UNKNOWN:
@@ -80,7 +80,8 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
                                      f"judged ({r.unknown_reason}): {visible(r.not_judged_text())}",
                                      file=file, title=f"stabdiag layer {r.layer} not judged"))
         for note in diag.notes:         # a note is a note here too, not a `warning:` on stderr
-            lines.append(command("notice", f"{diag.run}: {note}", file=file, title="stabdiag note"))
+            lines.append(command("notice", f"{visible(diag.run)}: {visible(note)}", file=file,
+                                 title="stabdiag note"))
     for path, why in options.get("not_read") or ():      # named, never skipped silently
-        lines.append(command("warning", f"{path}: not read: {why}", title="stabdiag not read"))
+        lines.append(command("warning", f"{visible(path)}: not read: {visible(why)}", title="stabdiag not read"))
     return "\n".join(lines) + ("\n" if lines else "")

@@ -101,6 +101,7 @@ class Watcher:
 
         out = out or sys.stdout
         err = err or sys.stderr
+        _interruptible()
         wait, how = waiter(self.paths, self.settings.interval_s, polling=self.settings.polling)
         # on stderr in both formats (stdout is the events' stream): a supervisor can wait for this line
         print(f"watching {', '.join(self.paths)} ({how}, judged at most every {self.settings.interval_s:g} s; "
@@ -207,3 +208,14 @@ def settings_from_flags(settings, rules, *, interval: float, format: str, exit_o
                          mapping=settings.map, params=settings.params, guess=not settings.no_guess,
                          rules=select_rules(rules, list(settings.select), list(settings.ignore)),
                          load_options={"step_col": step_col})
+
+
+def _interruptible() -> None:
+    """SIGINT raises KeyboardInterrupt here whatever this process inherited: a process started with SIGINT
+    ignored (a child of a pool worker or of a shell job that ignores it; Python then leaves it ignored)
+    would never stop on Ctrl-C or a supervisor's SIGINT, which is how a watch is meant to end."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)

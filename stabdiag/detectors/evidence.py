@@ -353,7 +353,7 @@ def hinge_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 
         return linear_change(t, y, noise_floor=noise_floor)
     cand, sse = _best_hinge(u, (y - y_mean) / y_scale, min_side_points)
     tau = float(u[cand[int(np.argmin(sse))]])
-    x = np.stack([np.ones_like(u), u, np.maximum(u - tau, 0.0)], axis=1)
+    x = _hinge_design(u, tau)
     beta, *_ = np.linalg.lstsq(x, y, rcond=None)
     resid = y - x @ beta
     n_eff, rho = effective_n_of(resid)
@@ -400,8 +400,13 @@ def _hinge_sse(u: np.ndarray, z: np.ndarray, taus: np.ndarray) -> np.ndarray:
     return szz - np.einsum("ij,ij->i", beta, xty)
 
 
+def _hinge_design(u: np.ndarray, tau: float) -> np.ndarray:
+    """The hinge model's regressors: 1, u, max(u - tau, 0)."""
+    return np.stack([np.ones_like(u), u, np.maximum(u - tau, 0.0)], axis=1)
+
+
 def _hinge_fit(u: np.ndarray, z: np.ndarray, tau: float) -> np.ndarray:
-    x = np.stack([np.ones_like(u), u, np.maximum(u - tau, 0.0)], axis=1)
+    x = _hinge_design(u, tau)
     beta, *_ = np.linalg.lstsq(x, z, rcond=None)
     return x @ beta
 

@@ -175,6 +175,50 @@ def test_a_reward_that_jumps_with_its_eval_and_then_creeps_is_learning():
     assert divergence(run) == "quiet"
 
 
+def success_rate_creep(seed, rise, eval_items, n=1000, completions=512):
+    """A reward that is the mean of 512 0/1 completions creeping up by `rise` over the middle 80% of the
+    run, beside a flat eval scored on `eval_items` items every 50 steps."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, n + 1)
+    p = 0.40 + rise * np.clip((np.linspace(0, 1, n) - 0.1) / 0.8, 0, 1)
+    ev_steps = np.arange(50, n + 1, 50)
+    return Run("creep", {
+        "reward": Series.from_points("reward", steps, rng.binomial(completions, p) / completions),
+        "eval/math500_accuracy": Series.from_points(
+            "eval/math500_accuracy", ev_steps, rng.binomial(eval_items, 0.42, len(ev_steps)) / eval_items)})
+
+
+def test_an_eval_too_coarse_to_show_a_small_creep_is_not_called_flat():
+    """A success rate creeping +0.08 is sure over 1,000 steps; an eval that followed it at a third of its
+    rise would gain ~0.03, under the noise of a 200-item eval scored 20 times.  Such an eval cannot say
+    the reward and the eval parted, so the rule says so (never a pass); the same creep beside an eval
+    precise enough to show a following fires every time."""
+    coarse = [divergence(success_rate_creep(seed, 0.08, 200)) for seed in range(10)]
+    assert all(o == "fires" or o.startswith("not judged") for o in coarse), coarse
+    assert sum("too coarse to tell whether it followed" in o for o in coarse) >= 3, coarse
+    precise = [divergence(success_rate_creep(seed, 0.08, 100_000)) for seed in range(10)]
+    assert precise.count("fires") == 10, precise
+
+
+def test_an_eval_logged_only_after_the_reward_saturated_is_not_read_as_flat():
+    """The reward climbs 0.25 -> 0.45 within its first 100 steps and holds (learning, under a wandering
+    noise); the eval's first point is at step 200.  Read against the reward's smoothed wander, those
+    points seemed to see half of the rise and their noise read as a fall over all of it; read against
+    the rise's fit they see its last few percent, and the rule does not judge the eval."""
+    outcomes = []
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        steps = np.arange(1, 1001)
+        clean = 0.25 + 0.2 * (1 - np.exp(-steps / 30))
+        reward = clean + ar1(rng, 1000, 0.7, 0.02) + rng.normal(0, 0.02, 1000)
+        ev_steps = np.arange(200, 1001, 200)
+        run = Run("saturated", {"reward": Series.from_points("reward", steps, reward),
+                                "eval/math500_accuracy": Series.from_points(
+                                    "eval/math500_accuracy", ev_steps, 0.55 + rng.normal(0, 0.03, 5))})
+        outcomes.append(divergence(run))
+    assert all(o.startswith("not judged") and "the rise (needs" in o for o in outcomes), outcomes
+
+
 def collapse_then_hack(rng, collapse_at, hack_at, n=600):
     """Entropy collapses at `collapse_at` (KL surging), the reward climbs from `hack_at` with the eval flat."""
     steps = np.arange(1, n + 1)

@@ -55,6 +55,7 @@ class Change:
     rho: float            # lag-1 autocorrelation of the residuals (bias-corrected, clipped to 0..0.99)
     noise_sd: float       # residual sd used (never under the noise floor given)
     fitted_range: float = math.nan   # range of the fitted curve over the window (hinge_change only)
+    knots: tuple[tuple[float, float], ...] = ()   # the fitted curve's (step, level) corners (hinge_change only)
 
     @property
     def z(self) -> float:
@@ -369,12 +370,13 @@ def hinge_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 
     d = at[top] - at[0]
     estimate = fitted[top] - fitted[0]
     span = max(fitted) - min(fitted)
+    knots = tuple((float(t0 + a[1] * scale_t), level) for a, level in zip(at, fitted))
     if n_eff <= 4:
-        return Change(estimate, math.inf, -math.inf, math.inf, n, n_eff, rho, sd, span)
+        return Change(estimate, math.inf, -math.inf, math.inf, n, n_eff, rho, sd, span, knots)
     cov = np.linalg.pinv(x.T @ x)
     se = sd * math.sqrt(max(float(d @ cov @ d), 0.0)) * math.sqrt((n - 3) / (n_eff - 3))
     q = t975(n_eff - 3)
-    return Change(estimate, se, estimate - q * se, estimate + q * se, n, n_eff, rho, sd, span)
+    return Change(estimate, se, estimate - q * se, estimate + q * se, n, n_eff, rho, sd, span, knots)
 
 
 def _hinge_sse(u: np.ndarray, z: np.ndarray, taus: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|
 
 def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z, min_rise_share,
                      min_rise_sd, max_flat_gain_rel, max_flat_upper_rel, flat_se, edge_frac, min_flat_points,
-                     min_covered_frac, shared_units: bool = False) -> Evidence | NotJudged | None:
+                     min_covered_frac, min_tracking_gain, shared_units: bool = False) -> Evidence | NotJudged | None:
     """`rising` climbs clearly to its peak while the `flat` curves do not follow it.
 
     Two numbers decide, as every trend here (detectors/evidence.py): how sure and how large.  The rise
@@ -55,8 +55,14 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     and that much from the rise's start to its later level (a jump, then a hold); it is flat if it is
     under `max_flat_gain_rel` of its scale and, `flat_se` standard errors higher, still under
     `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is
-    an eval whose points see under `min_covered_frac` of the rise.  Fires when a large, sure rise meets
-    a flat eval; not judged when the rise is large but not sure (too noisy to tell) or no eval could be read."""
+    an eval whose points see under `min_covered_frac` of the rise.  Where the rising curve is a success
+    rate (a mean of n 0/1 rewards by its granularity, evidence.binomial_floor), an eval that followed it
+    would gain at least `min_tracking_gain` of the rise, both read on their own scales (level, or headroom
+    to 1 if smaller); flat also needs the eval's gain, `flat_se` standard errors higher, under that (a
+    creep of +0.02 beside an eval whose noise is 0.02 cannot show whether it followed).  Each
+    eval is read against the rise's progress on its two-phase fit (_rise_shape).  Fires when a large,
+    sure rise meets a flat eval; not judged when the rise is large but not sure (too noisy to tell) or
+    no eval could be read."""
     r = rising.finite()
     if len(r.steps) < 10 or r.span < min_steps:
         return NotJudged(f"{r.signal} covers {r.span} steps in {len(r.steps)} points; a rise is judged over "
@@ -65,7 +71,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     start_level = st.edge_level_by_steps(r.steps, r.values, edge_frac)
     # how sure: the rise read on the whole judged run's two-phase fit (evidence.hinge_change), not on a
     # window chosen where the curve is highest (that finds "significant" rises in a wandering null)
-    trend = ev.hinge_change(r.steps, r.values, noise_floor=ev.binomial_floor(r.values))
+    binomial_sd = ev.binomial_floor(r.values)
+    trend = ev.hinge_change(r.steps, r.values, noise_floor=binomial_sd)
     # how large: a share of the range the fitted curve covers (a range read on the points themselves
     # grows with their noise, and would call a large rise drowned in noise small, i.e. clean)
     fitted_range = trend.fitted_range if math.isfinite(trend.fitted_range) else ev.smoothed_range(r.values)
@@ -94,12 +101,16 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     if max(rise_share, fit_share) < min_rise_share or effect_sd < min_rise_sd:
         return None             # small by the points and by the fit: judged, and clean
     window = (float(r.steps[0]), float(r.steps[last]))
+    shape = _rise_shape(trend, r, smooth, start_level, rise)
+    # a mean of few 0/1 rewards is a success rate: how far it rose says how far an eval should follow
+    follow_rel = min_tracking_gain * rise / min(start_level, 1 - start_level) \
+        if binomial_sd > 0 and not shared_units and 0 < start_level < 1 else None
     changes: dict[str, float] = {}
     unread: list[str] = []
     for curve in flat:
-        verdict = _eval_against_rise(curve, r, smooth, start_level, rise, window, min_flat_points,
+        verdict = _eval_against_rise(curve, r, shape, start_level, rise, window, min_flat_points,
                                      min_covered_frac, max_flat_gain_rel, max_flat_upper_rel, flat_se,
-                                     shared_units)
+                                     follow_rel, shared_units)
         if verdict == "tracks":
             return None
         if isinstance(verdict, str):
@@ -124,9 +135,22 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         "rise_share": rise_share, "rise_sd": effect_sd, "eval_changes": changes, "evals": _eval_summary(changes)})
 
 
-def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: float, rise: float,
-                       window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
-                       upper_rel: float, se_count: float, shared_units: bool) -> str | float:
+def _rise_shape(trend: ev.Change, r: Curve, smooth: np.ndarray, start_level: float,
+                rise: float) -> tuple[np.ndarray, np.ndarray]:
+    """How far along the rise each step is (0 at its start level, 1 at its top), as (steps, progress)
+    corners: the two-phase fit's level where it has one, else the running median's.  The fit, because a
+    running median keeps the curve's wander: an eval logged only after a reward had saturated seemed to
+    see half of the rise, and its noise, regressed on a noisy progress, read as a fall over all of it."""
+    if len(trend.knots) >= 2:
+        at, levels = (np.array(v, dtype=np.float64) for v in zip(*trend.knots))
+        return at, (levels - start_level) / rise
+    return r.steps.astype(np.float64), (smooth - start_level) / rise
+
+
+def _eval_against_rise(curve: Curve, r: Curve, shape: tuple[np.ndarray, np.ndarray], start_level: float,
+                       rise: float, window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
+                       upper_rel: float, se_count: float, follow_rel: float | None,
+                       shared_units: bool) -> str | float:
     """"tracks", the eval's change over the rise (flat), or why it cannot be read (a str).  The change
     is read against the eval's own scale (its level, or its headroom to 1 on a 0..1 eval if smaller), or,
     for curves in the rising curve's units (components of one summed reward), against the rise itself."""
@@ -134,7 +158,7 @@ def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: 
     keep = (c.steps >= window[0]) & (c.steps <= window[1])
     if keep.sum() < min_points:
         return f"{c.signal} has {int(keep.sum())} point(s) inside the rise (needs {min_points:g})"
-    progress = (np.interp(c.steps[keep], r.steps, smooth) - start_level) / rise
+    progress = np.interp(c.steps[keep], *shape)
     if float(progress.max() - progress.min()) < min_covered:
         return f"{c.signal} sees {float(progress.max() - progress.min()):.0%} of the rise (needs {min_covered:.0%})"
     values = c.values[keep]
@@ -158,6 +182,9 @@ def _eval_against_rise(curve: Curve, r: Curve, smooth: np.ndarray, start_level: 
         return "tracks"
     if rel > gain_rel or rel + se_count * rel_se > upper_rel:
         return f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
+    if follow_rel is not None and rel + se_count * rel_se >= follow_rel:
+        return (f"{c.signal} is too coarse to tell whether it followed the rise ({rel:+.1%} +- {rel_se:.1%} of "
+                f"its scale; following it would add >= {follow_rel:.1%})")
     return gain
 
 

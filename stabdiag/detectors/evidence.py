@@ -26,6 +26,13 @@ Why these tests:
   hinges whose profile likelihood is within chi2(1, 0.95) = 3.84 of the best, counted in effective
   points (Hinkley 1969 / Hudson 1966 on two-phase regression).  A curve that creeps for a while and then
   jumps is dated at the jump, with an interval that says how sure that is.
+
+What is not asked here, and why: a spike (detectors/spikes.py) is one point, so its yardstick is the
+noise of one point, a robust sd of the recent window (MAD), which rightly does not shrink with the number
+of points; a NaN, a frozen value or an ending (numeric.py, ending.py) is an event, not an estimate; a
+level held over a threshold (levels.py, policy.floor_breach) is read on a running median over a stretch
+declared in steps and as a share of the run, so a noisy point never makes a breach and a longer run
+needs a longer one.  Those detectors use the robust point statistics of stabdiag/_stats.py.
 """
 
 from __future__ import annotations

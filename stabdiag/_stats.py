@@ -54,6 +54,46 @@ def _mad_sd(owned: np.ndarray) -> float:
     return float(MAD_TO_SD * _median_in_place(np.abs(owned, out=owned)))
 
 
+def median(x) -> float:
+    """np.median of a 1-D array (NaN if any value is NaN, NaN for none), by partition: np.median and
+    np.percentile import numpy.ma on their first call, a fifteenth of a cold `stabdiag check`."""
+    a = np.array(x, dtype=np.float64).ravel()
+    if len(a) == 0 or np.isnan(a).any():
+        return math.nan
+    return float(_median_in_place(a))
+
+
+def distinct(x: np.ndarray) -> np.ndarray:
+    """np.unique of a 1-D array without NaN (sorted distinct values), by sort, for the same reason as
+    median: np.unique imports numpy.ma too."""
+    a = np.sort(np.asarray(x).ravel())
+    if len(a) < 2:
+        return a
+    keep = np.empty(len(a), dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
+def median_of_rows(rows: np.ndarray) -> np.ndarray:
+    """np.median(rows, axis=1) (NaN for a row holding NaN), by partition, for the same reason as median."""
+    width = rows.shape[1]
+    upper = width // 2
+    part = np.partition(rows, [upper - 1, upper] if width % 2 == 0 else upper, axis=1)
+    out = part[:, upper] if width % 2 else (part[:, upper - 1] + part[:, upper]) / 2
+    return np.where(np.isnan(part[:, -1]), np.nan, out)
+
+
+def quantile(x, q):
+    """np.quantile's default (linear) of a 1-D array without NaN, for a scalar or a sequence of q."""
+    a = np.sort(np.asarray(x, dtype=np.float64).ravel())
+    pos = np.asarray(q, dtype=np.float64) * (len(a) - 1)
+    lo = np.floor(pos).astype(np.intp)
+    hi = np.minimum(lo + 1, len(a) - 1)
+    out = a[lo] + (a[hi] - a[lo]) * (pos - lo)
+    return float(out) if out.ndim == 0 else out
+
+
 def _median_in_place(a: np.ndarray) -> float:
     """np.median of `a` (no NaN in it), partitioning `a` itself: the middle value, or the mean of the two."""
     upper = len(a) // 2
@@ -72,8 +112,8 @@ def edge_level_by_steps(steps: np.ndarray, x: np.ndarray, frac: float, *, end: b
     span = float(steps[-1] - steps[0])
     inside = steps >= steps[-1] - frac * span if end else steps <= steps[0] + frac * span
     if inside.sum() < min_points:
-        return float(np.median(x[-min_points:] if end else x[:min_points]))     # the first (last) few
-    return float(np.median(x[inside]))
+        return float(median(x[-min_points:] if end else x[:min_points]))     # the first (last) few
+    return float(median(x[inside]))
 
 
 def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
@@ -82,7 +122,7 @@ def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
     window = max(1, int(window)) | 1
     if window == 1 or len(x) < window:
         return x.astype(np.float64, copy=True) if window == 1 or len(x) == 0 else \
-            np.full(len(x), float(np.median(x)))
+            np.full(len(x), float(median(x)))
     x = np.asarray(x, dtype=np.float64)
     half = window // 2
     if np.isnan(x).any():
@@ -200,7 +240,7 @@ def _per_row(rows: np.ndarray, median) -> np.ndarray:
 
 
 def expanding_median(x: np.ndarray) -> np.ndarray:
-    """np.median(x[:i+1]) for every i, with two heaps: O(n log n).  x holds no NaN."""
+    """median(x[:i+1]) for every i, with two heaps: O(n log n).  x holds no NaN."""
     out = np.empty(len(x))
     low: list[float] = []     # the lower half, negated (a max-heap); holds the extra point when odd
     high: list[float] = []
@@ -254,7 +294,7 @@ def recent_median_mad(x: np.ndarray, window: int, at: np.ndarray) -> tuple[np.nd
     med = np.full(len(at), np.nan)
     sd = np.full(len(at), np.nan)
     for j in np.flatnonzero((at < window) & (at > 0)):
-        med[j] = np.median(x[:at[j]])
+        med[j] = median(x[:at[j]])
         sd[j] = robust_sd(x[:at[j]])
     full = np.flatnonzero(at >= window)
     if not len(full):
@@ -264,9 +304,9 @@ def recent_median_mad(x: np.ndarray, window: int, at: np.ndarray) -> tuple[np.nd
     for s in range(0, len(full), step):
         part = full[s:s + step]
         views = rows[at[part] - window]
-        m = np.median(views, axis=1)
+        m = median_of_rows(views)
         med[part] = m
-        sd[part] = MAD_TO_SD * np.median(np.abs(views - m[:, None]), axis=1)
+        sd[part] = MAD_TO_SD * median_of_rows(np.abs(views - m[:, None]))
     return med, sd
 
 
@@ -334,7 +374,7 @@ def _ema(y: np.ndarray, alpha: float) -> np.ndarray:
 def theil_sen_slope(steps: np.ndarray, values: np.ndarray, max_points: int = 300) -> float:
     """Median of pairwise slopes (on an even subsample of at most `max_points` points)."""
     slopes = _pairwise_slopes(steps, values, max_points)
-    return float(np.median(slopes)) if len(slopes) else 0.0
+    return float(median(slopes)) if len(slopes) else 0.0
 
 
 def true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -363,7 +403,7 @@ def logged_quantum(x: np.ndarray) -> float:
     """The smallest step between distinct logged values: the precision a log printed them with (1e-4
     for a loss rounded to 4 decimals; next to nothing for full floats).  A jump of one quantum is
     rounding, never a spike."""
-    values = np.unique(x[np.isfinite(x)])
+    values = distinct(x[np.isfinite(x)])
     return float(np.min(np.diff(values))) if len(values) > 1 else 0.0
 
 
@@ -371,7 +411,7 @@ def slope_quantiles(steps: np.ndarray, values: np.ndarray, quantiles: tuple[floa
                     max_points: int = 200) -> np.ndarray:
     """Quantiles of the pairwise slopes (Theil-Sen's median is the 0.5 one): how sure the trend is."""
     slopes = _pairwise_slopes(steps, values, max_points)
-    return np.quantile(slopes, quantiles) if len(slopes) else np.zeros(len(quantiles))
+    return quantile(slopes, quantiles) if len(slopes) else np.zeros(len(quantiles))
 
 
 def _pairwise_slopes(steps: np.ndarray, values: np.ndarray, max_points: int) -> np.ndarray:
@@ -396,7 +436,7 @@ def cusum_change(values: np.ndarray, baseline_points: int, *, drift_sd: float = 
     base = values[:baseline_points]
     sd = max(robust_sd(base), noise_sd(values)) or 1e-12
     # clipped: a heavy-tailed curve's single outliers must not add up to a "shift"
-    z = np.clip((values[baseline_points:] - float(np.median(base))) / sd, -3.0, 3.0)
+    z = np.clip((values[baseline_points:] - float(median(base))) / sd, -3.0, 3.0)
     high = _first_alarm(z, drift_sd, threshold_sd)
     low = _first_alarm(-z, drift_sd, threshold_sd)
     alarms = [a for a in (high, low) if a is not None]      # the upper side wins a tie, as it is read first

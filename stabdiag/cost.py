@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._stats import median
 from .run import Run
 from .signals import Signals
 
@@ -40,7 +41,7 @@ def step_time(run: Run) -> StepTime | None:
         if s is not None and len(s):
             values = s.values[np.isfinite(s.values) & (s.values > 0)]
             if len(values):
-                seconds = float(np.median(values)) * (1e-3 if "(ms)" in key else 1.0)
+                seconds = float(median(values)) * (1e-3 if "(ms)" in key else 1.0)
                 return StepTime(seconds, f"median {key}")
     summary = run.meta.get("summary") if isinstance(run.meta.get("summary"), dict) else {}
     runtime, steps = summary.get("train_runtime"), run.meta.get("global_step")
@@ -60,10 +61,10 @@ def _wall_clock(run: Run) -> StepTime | None:
         dt, ds = np.diff(s.wall_time[ok]), np.diff(s.steps[ok]).astype(float)
         good = (ds > 0) & (dt > 0)
         if good.sum() >= 2:
-            rates.append(float(np.median(dt[good] / ds[good])))
+            rates.append(float(median(dt[good] / ds[good])))
     if not rates:
         return None
-    seconds = float(np.median(rates))
+    seconds = float(median(rates))
     if seconds < _MIN_LIVE_STEP_SECONDS:
         return None          # written faster than any training step: replayed or generated, not timed live
     return StepTime(seconds, "the wall clock of the logged points")

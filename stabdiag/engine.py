@@ -199,7 +199,7 @@ def _fit_end(steps: np.ndarray, values: np.ndarray, end_step: int) -> int:
     size = -(-len(v) // _FIT_END_POINTS)
     blocks = v[: len(v) // size * size].reshape(-1, size).mean(axis=1) if size > 1 else v
     smooth = st.rolling_median(blocks, min(101, max(3, len(blocks) // 20)))
-    start, stop = float(np.median(blocks[: max(3, len(blocks) // 10)])), float(smooth[-1])
+    start, stop = float(st.median(blocks[: max(3, len(blocks) // 10)])), float(smooth[-1])
     if stop == start:
         return end
     progress = (smooth - start) / (stop - start)

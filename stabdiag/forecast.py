@@ -60,7 +60,7 @@ def forecasts(signals: Signals, params: dict[str, dict[str, float]], ending=None
         floor = params.get("L2.entropy-below-floor", {}).get("floor_frac", 0.8)
         values = _finite(entropy)
         if values is not None:
-            early = max(float(np.median(values[1][: max(3, len(values[1]) // 10)])), float(np.max(values[1][:3])))
+            early = max(float(st.median(values[1][: max(3, len(values[1]) // 10)])), float(np.max(values[1][:3])))
             out.append(_reaching("entropy floor", "entropy", entropy.key, values, floor * early, falling=True))
     if kl is not None:
         budget = params.get("L2.kl-level-high", {}).get("warn_above", 0.3)
@@ -71,9 +71,9 @@ def forecasts(signals: Signals, params: dict[str, dict[str, float]], ending=None
         values = _finite(grad)
         if values is not None and (values[1] > 0).all():
             steps, v = values
-            baseline = float(np.median(v[: len(v) // 2]))
+            baseline = float(st.median(v[: len(v) // 2]))
             recent = _recent(steps, v)
-            if recent is not None and float(np.median(recent[1][-3:])) >= 1.5 * baseline:
+            if recent is not None and float(st.median(recent[1][-3:])) >= 1.5 * baseline:
                 logs = (steps, np.log(v))
                 hit = _reaching("grad-norm blow-up", "grad_norm", grad.key, logs, math.log(_BLOWUP_RATIO * baseline),
                                 falling=False)
@@ -104,7 +104,7 @@ def _reaching(what: str, signal: str, key: str, values: tuple[np.ndarray, np.nda
     if recent is None:
         return None
     rs, rv = recent
-    now = float(np.median(rv[-3:]))
+    now = float(st.median(rv[-3:]))
     gap = (now - level) if falling else (level - now)
     if gap <= 0:
         return None                                  # already there: a finding's business, not a forecast

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ._stats import median
 from .ending import Ending, ending_of_wandb, pick
 from .run import Run, Series, is_bookkeeping
 
@@ -243,7 +244,7 @@ def _extrapolating_interp(x: np.ndarray, have: np.ndarray, want: np.ndarray) -> 
     """np.interp inside the matched range, and the matched spacing continued beyond it."""
     out = np.interp(x, have, want)
     if len(have) > 1:
-        scale = float(np.median(np.diff(want) / np.maximum(np.diff(have), 1e-12)))
+        scale = float(median(np.diff(want) / np.maximum(np.diff(have), 1e-12)))
         out = np.where(x > have[-1], want[-1] + (x - have[-1]) * scale, out)
         out = np.where(x < have[0], want[0] - (have[0] - x) * scale, out)
     return out

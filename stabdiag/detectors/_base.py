@@ -43,7 +43,7 @@ class Curve:
             return 1.0
         gaps = np.diff(self.steps)
         # evenly logged (the usual case): the median is that gap, without a partition of every gap
-        return float(gaps[0]) if (gaps == gaps[0]).all() else float(np.median(gaps))
+        return float(gaps[0]) if (gaps == gaps[0]).all() else float(st.median(gaps))
 
     def points_for(self, steps: float, minimum: int = 1) -> int:
         """How many logged points cover `steps` training steps at this curve's cadence (at least

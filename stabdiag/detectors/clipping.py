@@ -37,6 +37,6 @@ def fraction_held_high(fraction: Curve, *, high_frac, min_stretch_steps,
         return None
     a, b = best
     return Evidence(int(f.steps[a]), int(f.steps[b]), {
-        "signal": f.signal, "key": f.key, "fraction": float(np.median(f.values[a:b + 1])),
+        "signal": f.signal, "key": f.key, "fraction": float(st.median(f.values[a:b + 1])),
         "peak": float(np.max(f.values[a:b + 1])), "threshold": high_frac,
         "stretch": int(f.steps[b] - f.steps[a]), "run_frac": float(f.steps[b] - f.steps[a]) / max(f.span, 1)})

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _stats as st
+
 Z95 = 1.959963984540054
 CHI2_1_95 = 3.841458820694124
 _MAX_FIT_POINTS = 20_000   # longer curves are fitted on block means
@@ -187,20 +189,19 @@ def level_gain(values: np.ndarray) -> Change:
     second half (first differences / sqrt 2: a jump before it does not count as noise) corrected for
     its autocorrelation.  A sparse eval that jumped early and then held is a sure gain, which a straight
     line through the jump and the plateau reads poorly."""
-    from .. import _stats as st
     v = np.asarray(values, dtype=np.float64)
     n = len(v)
     if n < 4:
         return _UNKNOWN
     head = v[:1]
     tail = v[n // 2:]
-    estimate = float(np.median(tail) - np.median(head))
+    estimate = float(st.median(tail) - st.median(head))
     # the noise from every point's neighbour differences (robust: one jump among them does not count),
     # not from the few points of the tail alone
     sd = st.noise_sd(v)
     if sd <= 0:
         sd = st.robust_sd(tail)
-    rho = lag1_autocorrelation(tail - np.median(tail))
+    rho = lag1_autocorrelation(tail - st.median(tail))
     tail_eff = max(effective_n(len(tail), rho), 1.0)
     # a median's variance is ~pi/2 a mean's for normal noise
     se = sd * math.sqrt(math.pi / 2 * (1.0 / len(head) + 1.0 / tail_eff))
@@ -222,7 +223,7 @@ def binomial_floor(values: np.ndarray, max_samples: int = 4096) -> float:
     n = _granularity(v, max_samples)
     if n is None:
         return 0.0
-    p = min(max(float(np.median(v)), 0.5 / n), 1.0 - 0.5 / n)
+    p = min(max(float(st.median(v)), 0.5 / n), 1.0 - 0.5 / n)
     return math.sqrt(p * (1.0 - p) / n)
 
 
@@ -230,7 +231,7 @@ def _granularity(v: np.ndarray, max_samples: int) -> int | None:
     """The smallest n with every value within float32 rounding of a multiple of 1/n (loggers write
     float32), or None.  Tried on the distinct values only, and only when they are few enough for a
     multiple of 1/n to mean something (at most n + 1 distinct values)."""
-    distinct = np.unique(v)
+    distinct = st.distinct(v)
     if len(distinct) < 2:
         return None
     tol = 2e-6
@@ -255,7 +256,6 @@ def share(change: float, scale: float) -> float:
 
 def smoothed_range(values: np.ndarray, points: int = 3) -> float:
     """The range a curve covers once single-point noise is taken out (a running median of `points`)."""
-    from .. import _stats as st
     v = np.asarray(values, dtype=np.float64)
     if len(v) == 0:
         return 0.0
@@ -339,7 +339,7 @@ def _best_hinge(u: np.ndarray, z: np.ndarray, min_side_points: int) -> tuple[np.
     n = len(u)
     cand = np.arange(min_side_points - 1, n - min_side_points)
     if len(cand) > _MAX_HINGES:
-        cand = np.unique(np.linspace(cand[0], cand[-1], _MAX_HINGES).round().astype(np.int64))
+        cand = st.distinct(np.linspace(cand[0], cand[-1], _MAX_HINGES).round().astype(np.int64))
     return cand, _hinge_sse(u, z, u[cand])
 
 
@@ -457,10 +457,10 @@ def eval_improvement(evals, start: float, end: float, *, min_z: float = 2.0,
         change = level_gain(values)
         if not math.isfinite(change.se) or change.z < min_z:
             continue
-        level = max(float(np.median(np.abs(values))), 1e-12)
+        level = max(float(st.median(np.abs(values))), 1e-12)
         room = headroom(level, c.values)
         scale = min(level, room) if room is not None and room > 0 else level
-        found = Improvement(c.signal, float(values[0]), float(np.median(values[len(values) // 2:])), change,
+        found = Improvement(c.signal, float(values[0]), float(st.median(values[len(values) // 2:])), change,
                             change.estimate / scale)
         if found.gain_share >= min_gain_share and (best is None or change.z > best.change.z):
             best = found

@@ -47,7 +47,7 @@ def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
     rank_k, rank_l = np.argsort(np.argsort(k)), np.argsort(np.argsort(l_))
     if float(np.corrcoef(rank_k, rank_l)[0, 1]) < 0.9:
         return None
-    return float(np.median(l_ / k))
+    return float(st.median(l_ / k))
 
 
 def log_ratio_off(values: Curve, *, warn_above, fail_above, min_stretch_steps,
@@ -79,7 +79,7 @@ def _level(v: Curve, level: np.ndarray, warn_above: float, fail_above: float, mi
             # the level the stretch holds: its upper quartile (a KL that climbs to 0.95 is judged near
             # 0.95, not at the median of its climb; a quantile, not a maximum, so that logging every
             # k-th step or one noisy point does not change it)
-            held = float(np.percentile(level[a:b + 1], 75))
+            held = float(st.quantile(level[a:b + 1], 0.75))
             if best is None or held > best[2]:
                 best = (a, b, held)
     if best is None:
@@ -90,7 +90,7 @@ def _level(v: Curve, level: np.ndarray, warn_above: float, fail_above: float, mi
     a, b, held = best
     # severity from the highest level held; the level reported is the stretch's median, the value the
     # raw value at that median
-    median = float(np.median(level[a:b + 1]))
+    median = float(st.median(level[a:b + 1]))
     i = a + int(np.argmin(np.abs(level[a:b + 1] - median)))
     return _evidence(v, a, b, median, fail_above if held > fail_above else warn_above,
                      severity=None if held > fail_above else "warn", value=float(v.values[i]), peak=held)

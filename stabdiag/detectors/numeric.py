@@ -87,7 +87,7 @@ def frozen_values(grad_norm: Curve | None = None, loss: Curve | None = None, lr:
 
 def _lr_is_zero(lr: Curve, lo: int, hi: int) -> bool:
     inside = (lr.steps >= lo) & (lr.steps <= hi) & np.isfinite(lr.values)
-    return bool(inside.any()) and float(np.median(np.abs(lr.values[inside]))) == 0.0
+    return bool(inside.any()) and float(st.median(np.abs(lr.values[inside]))) == 0.0
 
 
 def sustained_rise_over_early(values: Curve, reward: Curve | None = None, *, min_ratio, min_stretch_steps,
@@ -111,7 +111,7 @@ def sustained_rise_over_early(values: Curve, reward: Curve | None = None, *, min
     for a, b in st.true_runs(smooth >= min_ratio * early):
         ends = b == len(v.values) - 1
         if v.steps[b] - v.steps[a] >= need or (ends and v.steps[b] - v.steps[a] >= min_stretch_steps):
-            peak, level = float(np.max(v.values[a:b + 1])), float(np.median(v.values[a:b + 1]))
+            peak, level = float(np.max(v.values[a:b + 1])), float(st.median(v.values[a:b + 1]))
             return Evidence(int(v.steps[a]), int(v.steps[b]), {
                 "signal": v.signal, "key": v.key, "early": early, "peak": peak, "peak_ratio": peak / early,
                 "level": level, "ratio": level / early,

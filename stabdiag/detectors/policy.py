@@ -70,7 +70,7 @@ def sharpening(evals: list[Curve] | None, entropy: Curve, start: float, end: flo
         return None
     e = entropy.finite()
     inside = (e.steps >= start) & (e.steps <= end)
-    fall = f"{float(np.median(e.values[inside][:3])):.3g} -> {float(np.median(e.values[inside][-3:])):.3g}" \
+    fall = f"{float(st.median(e.values[inside][:3])):.3g} -> {float(st.median(e.values[inside][-3:])):.3g}" \
         if inside.sum() >= 3 else "falling"
     return Quiet(f"entropy {fall} over steps {int(start)}-{int(end)} while {found.text()}: read as sharpening "
                  "(the policy settling on right answers), not a collapse")
@@ -196,7 +196,7 @@ def collapse_below(values: Curve, evals: list[Curve] | None = None, *, collapse_
         # a stretch that runs to the end of the log counts once it is as long as the run allows
         if v.steps[b] - v.steps[a] >= need or (b == len(v.steps) - 1 and b - a + 1 >= 3
                                                 and v.steps[b] - v.steps[a] >= min(need, 0.5 * v.span)):
-            level = float(np.median(v.values[a:b + 1]))
+            level = float(st.median(v.values[a:b + 1]))
             quiet = sharpening(evals, v, _fall_start(v, float(v.steps[b]), start), float(v.steps[b]))
             if quiet is not None:
                 return quiet

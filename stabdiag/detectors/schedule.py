@@ -42,7 +42,7 @@ def lr_collapsed_early(lr: Curve, loss: Curve | None = None, *, collapse_frac, m
     collapsed[:peak_i + 1] = False                       # warm-up from 0 comes before the peak
     for a, b in st.true_runs(collapsed):
         if v.steps[b] - v.steps[a] >= need:
-            level = float(np.median(v.values[a:b + 1]))
+            level = float(st.median(v.values[a:b + 1]))
             return Evidence(int(v.steps[a]), int(v.steps[b]), {
                 "signal": v.signal, "key": v.key, "peak": peak, "peak_step": int(v.steps[peak_i]),
                 "level": level, "frac_of_peak": level / peak,
@@ -75,7 +75,7 @@ def loss_flat_in_warmup(loss: Curve, lr: Curve, reward: Curve | None = None, *, 
         smooth[-1] >= min_climb_ratio * middle
     if not still_climbing:
         return None                                      # warm-up finished: its intent was reached
-    start = min(st.edge_level_by_steps(v.steps, v.values, edge_frac), float(np.median(v.values[:3])))
+    start = min(st.edge_level_by_steps(v.steps, v.values, edge_frac), float(st.median(v.values[:3])))
     end = st.edge_level_by_steps(v.steps, v.values, edge_frac, end=True)
     if start <= 0:
         return NotJudged(f"{v.key} starts at {start:.3g}: no positive level to read a drop from")

@@ -36,7 +36,7 @@ def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_un
         after = values[end + 1:end + 1 + k]
         if len(after) < k:
             return False                    # the run ends (or breaks off) before it could come back
-        if float(np.median(after)) <= back_under[start]:
+        if float(st.median(after)) <= back_under[start]:
             return True
         under = values[end + 1:end + k + stay_points] <= back_under[start]    # only the points it reads
         return any(j + stay_points <= len(under) and under[j:j + stay_points].all() for j in range(k))
@@ -154,7 +154,7 @@ def _ema_spikes(v: Curve, ratio_vs_ema: float, min_jump_sd: float, ema_span_step
     """Which points of a finite curve spike against the (floored) EMA of the points before them, and
     that EMA."""
     span = v.points_for(ema_span_steps, 2)
-    ema = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(np.median(v.values)))
+    ema = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(st.median(v.values)))
     noise = max(st.noise_sd(v.values), 1e-12)
     # the EMA must be positive: steps of exactly 0 gradient (all groups equal) are no baseline to spike from
     return (v.values > ratio_vs_ema * ema) & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema) \

@@ -83,7 +83,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     last = peak + int(high[-1]) if len(high) else peak
     # the level the curve holds at its top, not the smoothed maximum: a maximum of a running median is
     # biased up by noise, and by how much depends on how many points were logged
-    rise = float(np.median(r.values[int(np.argmax(smooth >= top)):last + 1])) - start_level
+    rise = float(st.median(r.values[int(np.argmax(smooth >= top)):last + 1])) - start_level
     if smooth[peak] <= start_level or rise <= 0 or r.steps[peak] - r.steps[0] < min_steps:
         # no rise by the points (the curve is highest within its first steps); where the fit sees a large
         # one the data cannot confirm, that is not a clean bill either
@@ -169,7 +169,7 @@ def _eval_against_rise(curve: Curve, r: Curve, shape: tuple[np.ndarray, np.ndarr
     n = len(values)
     n_eff = ev.effective_n(n, rho)
     gain_se = gain_se * math.sqrt((n - 2) / (n_eff - 2)) if n_eff > 2 else math.inf
-    level = max(float(np.median(np.abs(values))), 1e-12)
+    level = max(float(st.median(np.abs(values))), 1e-12)
     room = ev.headroom(level, c.values)
     scale = rise if shared_units else (min(level, room) if room is not None and room > 0 else level)
     rel, rel_se = gain / scale, gain_se / scale
@@ -250,7 +250,7 @@ def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_
     for a, b in st.true_runs(smooth >= min_frac):
         if f.steps[b] - f.steps[a] >= need:
             return Evidence(int(f.steps[a]), int(f.steps[b]), {
-                "signal": f.signal, "key": f.key, "fraction": float(np.median(f.values[a:b + 1])),
+                "signal": f.signal, "key": f.key, "fraction": float(st.median(f.values[a:b + 1])),
                 "kind": _equal_group_kind(level, int(f.steps[a]), int(f.steps[b]), easy_level, hard_level)})
     return None
 
@@ -265,7 +265,7 @@ def _equal_group_kind(level: Curve | None, lo: int, hi: int, easy: float, hard: 
         return plain
     if lv.values.min() < 0 or lv.values.max() > 1:
         return plain + "; the reward is not on 0-1, so not whether all correct or all wrong"
-    median = float(np.median(lv.values[inside]))
+    median = float(st.median(lv.values[inside]))
     if median >= easy:
         return "mostly all-correct groups: data too easy"
     if median <= hard:
@@ -366,14 +366,14 @@ def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | 
         return NotJudged(f"{v.signal} reaches {low:.3g}: a rise is read as a fraction of a positive loss")
     if len(after) < min_points_after:
         return None
-    held = float(np.median(after[-int(min_points_after):]))
+    held = float(st.median(after[-int(min_points_after):]))
     if held < (1 + min_rise_frac) * low:
         return None
     if falling is not None:
         f = falling.finite()
         before = f.values[f.steps <= v.steps[best]]
         later = f.values[f.steps > v.steps[best]]
-        if len(before) and len(later) and float(np.median(later[-3:])) >= float(np.median(before[-3:])):
+        if len(before) and len(later) and float(st.median(later[-3:])) >= float(st.median(before[-3:])):
             return None                       # the training loss rose too: a divergence, not overfitting
     return Evidence(int(v.steps[best]), int(v.steps[-1]), {
         "signal": v.signal, "key": v.key, "best": low, "best_step": int(v.steps[best]), "last": held,
@@ -415,7 +415,7 @@ def growth_while_steady(growing: Curve, steady: Curve | None = None, *, min_grow
 def _start_level(steps: np.ndarray, values: np.ndarray, edge_frac: float) -> float:
     """The level a climb starts from: a climb inside the first `edge_frac` of the run must not become the
     start, so the first points count too."""
-    return min(st.edge_level_by_steps(steps, values, edge_frac), float(np.median(values[:3])))
+    return min(st.edge_level_by_steps(steps, values, edge_frac), float(st.median(values[:3])))
 
 
 def _onset(curve: Curve, start: float, end: float) -> int:

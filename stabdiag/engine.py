@@ -32,7 +32,7 @@ from .detectors.evidence import hinge_onset
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
 from .forecast import forecasts
 from .methods import active_methods, advice
-from .rules import Rule, load_rules, select_rules
+from .rules import RUN_INPUTS, Rule, load_rules, select_rules
 from .run import Run, is_bookkeeping
 from .signals import Signals, resolve
 
@@ -78,8 +78,8 @@ def _inputs(rule: Rule, signals: Signals, cutoff: int | None) -> tuple[dict, lis
     kwargs: dict = {}
     missing: list[str] = []
     for arg, name in rule.signals.items():
-        if name == "ending":
-            kwargs[arg] = signals.run.meta.get("ending")
+        if name in RUN_INPUTS:
+            kwargs[arg] = signals.run.meta.get(name)
             continue
         kwargs[arg] = wired = _wired(signals, name, cutoff)
         if wired is None or (isinstance(wired, list) and not wired):      # no curve, or a family of none
@@ -90,6 +90,12 @@ def _inputs(rule: Rule, signals: Signals, cutoff: int | None) -> tuple[dict, lis
     if rule.requires == "any" and present > 0:
         missing = []
     return kwargs, missing
+
+
+def _has_training_config(run: Run) -> bool:
+    """The run carries a training configuration (a model config.json lends only its vocab_size)."""
+    config = run.meta.get("config")
+    return isinstance(config, dict) and any(key != "vocab_size" for key in config)
 
 
 class _Fields(dict):
@@ -282,7 +288,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
                      framework=signals.framework, kind=signals.kind, ending=ending,
                      cost=estimate(run, signals, findings, root, gpus=gpus, gpu_hour_cost=gpu_hour_cost),
                      forecasts=tuple(forecasts(signals, resolved, ending)),
-                     methods=active, methods_advice=advice(root, list(active), has_config=bool(run.meta.get("config"))),
+                     methods=active, methods_advice=advice(root, list(active), has_config=_has_training_config(run)),
                      signal_sources={n: s.source for n, s in signals.series.items() if s.source},
                      guessed=signals.guessed_keys())
 

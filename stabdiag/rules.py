@@ -29,7 +29,7 @@ _OPTIONAL = ("optional_signals", "params", "known_limits", "aliases", "requires"
 EVAL_ANY = "eval:*"
 REWARD_COMPONENTS = "reward:*"
 FAMILIES = (EVAL_ANY, REWARD_COMPONENTS)     # wirings that stand for every signal of a family
-RUN_INPUTS = ("ending",)                      # run-level facts, not series: how the run ended
+RUN_INPUTS = ("ending", "config")            # run-level facts, not series: how the run ended, its settings
 DATA_FILES = ("signals.toml", "name_patterns.toml", "methods.toml")   # checklist files that hold no rules
 
 

@@ -1,7 +1,8 @@
 """A run's configuration from the files frameworks save beside its logs, for the stability-methods map:
 verl's and other Hydra apps' `.hydra/config.yaml`, a `config.yaml`/`config.json` of the run, `args.json`,
 `training_args.json`, `hparams.yaml` (Lightning).  A model's own `config.json` (architectures, model
-type) is not the training configuration and is left out.  W&B's config, where the run has one, wins.
+type) is not the training configuration and is left out, but for its `vocab_size`.  W&B's config, where
+the run has one, wins.
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ def read_run_config(folder: str) -> tuple[dict, list[str], list[str]]:
             why = exc.problem if isinstance(exc, InputError) else type(exc).__name__
             notes.append(f"{name}: not read as a run configuration ({why})")
             continue
-        if not isinstance(data, dict) or (name == "config.json" and ("architectures" in data or "model_type" in data)):
+        if not isinstance(data, dict):
+            continue
+        if name == "config.json" and ("architectures" in data or "model_type" in data):
+            # a model's own config: not the training configuration, but the one place its vocabulary
+            # size is written (L3.loss-at-uniform-level reads it)
+            if isinstance(data.get("vocab_size"), int):
+                config.setdefault("vocab_size", data["vocab_size"])
             continue
         for key, value in data.items():
             config.setdefault(key, value)

@@ -53,13 +53,17 @@ def make_series(key: str, spec: dict, default_seed: int = 0) -> Series:
     return Series.from_points(key, np.concatenate([old_steps, steps]), np.concatenate([old_values, values]))
 
 
-def make_run(name: str, series_specs: dict[str, dict], ending: dict | None = None) -> Run:
-    """A run from series specs; `ending` ({kind, message, planned}) is how its console said it ended."""
+def make_run(name: str, series_specs: dict[str, dict], ending: dict | None = None,
+             config: dict | None = None) -> Run:
+    """A run from series specs; `ending` ({kind, message, planned}) is how its console said it ended,
+    `config` the run's configuration (as read from its config files)."""
     series = {key: make_series(key, spec, i) for i, (key, spec) in enumerate(series_specs.items())}
     meta = {}
     if ending is not None:
         last = max(int(s.steps[-1]) for s in series.values()) if series else None
         meta["ending"] = Ending(ending["kind"], ending.get("message", ""), "console.log", last, ending.get("planned"))
+    if config is not None:
+        meta["config"] = config
     return Run(name, series, meta=meta)
 
 

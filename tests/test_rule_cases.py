@@ -39,7 +39,7 @@ def _check_evidence(finding, expected: dict) -> None:
 
 @pytest.mark.parametrize("rule_id, case", list(_cases()))
 def test_rule_case(rule_id, case):
-    run = make_run(case["name"], case["series"], case.get("ending"))
+    run = make_run(case["name"], case["series"], case.get("ending"), case.get("config"))
     diag = diagnose(run, select=[rule_id])
     expect = case["expect"].removeprefix("todo-")
     fired = [f for f in diag.findings if f.rule == rule_id]

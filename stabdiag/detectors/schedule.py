@@ -10,6 +10,8 @@ run trains (../shared/real_healthy/verl_baseline_ext), so that is not judged.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _stats as st
@@ -85,3 +87,49 @@ def loss_flat_in_warmup(loss: Curve, lr: Curve, reward: Curve | None = None, *, 
     return Evidence(int(v.steps[0]), int(v.steps[-1]), {
         "signal": v.signal, "key": v.key, "level_start": start, "level_end": end, "drop": drop,
         "lr_key": r.key, "lr_middle": middle, "lr_end": float(smooth[-1])})
+
+
+# where a run's configuration names its vocabulary (HF config.json / TrainingArguments dumps, Megatron's
+# padded_vocab_size, nanoGPT's vocab_size, GPT-2-era n_vocab), searched at any depth (model.vocab_size)
+_VOCAB_KEYS = ("vocab_size", "padded_vocab_size", "n_vocab")
+
+
+def vocabulary_size(config) -> int | None:
+    """The vocabulary size a run's configuration names (the first of _VOCAB_KEYS found, breadth first)."""
+    level = [config] if isinstance(config, dict) else []
+    while level:
+        for node in level:
+            for key in _VOCAB_KEYS:
+                value = node.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 2:
+                    return int(value)
+        level = [v for node in level for v in node.values() if isinstance(v, dict)]
+    return None
+
+
+def loss_at_uniform_level(loss: Curve, config=None, reward: Curve | None = None, *, max_gap_frac,
+                          after_frac, min_points) -> Evidence | NotJudged | None:
+    """The cross-entropy loss still sits at ln(vocabulary size), the loss of a uniform guess over every
+    token (an untrained model's), after the first `after_frac` of the run: every point from there on
+    within `max_gap_frac` of ln V (or above it).  The model has learned nothing, not even how often each
+    token occurs (which alone takes a text loss well under ln V).  Needs the vocabulary size from the
+    run's configuration; a loss in other units (bits, a summed loss, an RL surrogate) is not judged."""
+    if reward is not None:
+        return NotJudged("an RL run's loss is a surrogate objective, not a cross-entropy over the vocabulary")
+    vocab = vocabulary_size(config)
+    if vocab is None:
+        return NotJudged("the run's configuration names no vocabulary size (" + ", ".join(_VOCAB_KEYS) + ")")
+    v = loss.finite()
+    late = v.steps >= (v.steps[0] + after_frac * v.span if len(v.steps) else 0)
+    if int(late.sum()) < min_points:
+        return NotJudged(f"{v.key} has {int(late.sum())} points after the first {after_frac:.0%} of the run; "
+                         f"{min_points:g} are needed")
+    uniform = math.log(vocab)
+    tail = st.rolling_median(v.values[late], 3)
+    lowest = float(tail.min())
+    if lowest < (1 - max_gap_frac) * uniform:
+        return None
+    start = int(v.steps[late][0])
+    return Evidence(start, int(v.steps[-1]), {
+        "signal": v.signal, "key": v.key, "vocab": vocab, "uniform": uniform, "lowest": lowest,
+        "last": float(tail[-1]), "gap": 1 - lowest / uniform})

@@ -173,6 +173,49 @@ def test_ranks_that_agree_check_at_the_same_steps_whatever_their_clocks(monkeypa
     assert seen[0] == seen[1] and len(seen[0]) > 2 and rank0.governor.postponed > 0
 
 
+_RANK_SCRIPT = """
+import json, sys
+import torch.distributed as dist
+from stabdiag.integrations import Monitor
+from stabdiag.integrations.trainer_callback import rank_zero_decides
+
+rank, init, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+step_s = 0.5 if rank == 0 else 0.005          # rank 1's clock: 100x slower, so alone it would check less
+monitor = Monitor(check_every=10, stop_on=None)
+# a fake clock: the steps so far at step_s, and 1 s for each check (its end reads one check more)
+monitor.governor.clock = lambda: state["step"] * step_s + monitor.checks * 1.0
+state = {"step": 0}
+monitor.governor.agree = rank_zero_decides
+checks = []
+for step in range(1, 601):
+    state["step"] = step
+    before = monitor.checks
+    monitor.log(step, {"loss": 1.0 + 0.01 * (step % 7), "grad_norm": 1.0})
+    if monitor.checks > before:
+        checks.append(step)
+json.dump({"checks": checks, "postponed": monitor.governor.postponed}, open(out, "w"))
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_two_processes_check_at_the_same_steps_through_rank_zero_decides(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    script = tmp_path / "rank.py"
+    script.write_text(_RANK_SCRIPT)
+    init = f"file://{tmp_path / 'rendezvous'}"
+    procs = [subprocess.Popen([sys.executable, str(script), str(rank), init, str(tmp_path / f"{rank}.json")])
+             for rank in (0, 1)]
+    assert [p.wait(timeout=180) for p in procs] == [0, 0]
+    rank0, rank1 = (json.loads((tmp_path / f"{rank}.json").read_text()) for rank in (0, 1))
+    assert rank0["checks"] == rank1["checks"] and len(rank0["checks"]) > 2
+    # 1 s a check at 0.5 s a step: 100 s -> 200 steps between checks on rank 0's clock
+    assert all(b - a == 200 for a, b in zip(rank0["checks"], rank0["checks"][1:])), rank0["checks"]
+
+
 @pytest.mark.parametrize("kwargs, word", [({"check_every": 0}, "check_every"), ({"stop_on": "error"}, "stop_on"),
                                           ({"max_overhead": 2.0}, "max_overhead"),
                                           ({"max_overhead": "1%"}, "max_overhead"),

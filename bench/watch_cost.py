@@ -9,6 +9,13 @@ overhead per check against a step time.
 Targets (issue 28): reading <= 50 ms; callback overhead <= 1% of step time at one check per 10 steps of
 0.5 s each (so <= 50 ms per 10 steps, logging included).  Wall-clock medians of --repeats; the detectors'
 share depends on the rules' statistics (issue 24 rewrites them), so it is measured on this branch as is.
+The callback table runs the Monitor with its defaults (check_every=10, max_overhead=0.01) on a simulated
+clock (real checks, simulated 0.5 s steps) and prints the overhead and the cadence the governor settles on,
+which is the stop latency:
+
+    python bench/watch_cost.py --skip-rejudge                     # the callback table only (seconds)
+    python bench/watch_cost.py --skip-rejudge --max-overhead 0    # without the governor
+    python bench/watch_cost.py --skip-rejudge --histories 1000000 # a 1M-step history
 """
 
 from __future__ import annotations
@@ -123,32 +130,52 @@ def rejudge_cost(kind: str, points: int, new_points: int, repeats: int) -> dict:
             "detectors_ms": _median_ms(judge), "verdict": diag.verdict}
 
 
-def callback_cost(history_steps: int, check_every: int, step_time_s: float, repeats: int) -> dict:
-    """The Monitor's cost per check at a history of `history_steps` steps x 10 metrics: logging
-    `check_every` steps and one check, against `check_every` steps of `step_time_s`."""
+NAMES = ("loss", "grad_norm", "learning_rate", "reward", "entropy", "kl", "response_length", "clip_ratio",
+         "reward_std", "epoch")
+
+
+def callback_cost(history_steps: int, check_every: int, step_time_s: float, max_overhead: float | None,
+                  min_checks: int = 8) -> dict:
+    """The Monitor with `history_steps` steps x 10 metrics already logged, then trained on: each step takes
+    `step_time_s` of simulated training (the Monitor's clock is the real clock plus the simulated steps,
+    so that the checks' cost is real and nothing sleeps) and logs 10 metrics; run until `min_checks`
+    checks and the waits after them.  Overhead: the real time spent in `log` (checks included) over the
+    simulated training time plus it; cadence: the steps between checks."""
     from stabdiag.integrations import Monitor
 
-    monitor = Monitor(check_every=10**9)                # checks only when told to, below
+    simulated = [0.0]
+    monitor = Monitor(check_every=check_every, max_overhead=max_overhead, stop_on=None,
+                      clock=lambda: time.perf_counter() + simulated[0])
     rng = np.random.default_rng(0)
-    names = ("loss", "grad_norm", "learning_rate", "reward", "entropy", "kl", "response_length",
-             "clip_ratio", "reward_std", "epoch")
-    for step in range(1, history_steps + 1):
-        monitor.log(step, {k: float(rng.standard_normal()) + 2.0 for k in names})
-    logs, checks = [], []
-    step = history_steps
-    for _ in range(repeats):
+    steps = np.arange(1, history_steps + 1)
+    for k in NAMES:                                    # the history, as if logged: bulk, to build it fast
+        monitor._store.extend(k, steps, 2.0 + rng.standard_normal(history_steps))
+    monitor.log(history_steps, {k: 2.0 for k in NAMES})
+    monitor.check()                                    # the governor's first measured cost
+    step, spent, logs, check_steps = history_steps, 0.0, [], []
+    before = monitor.checks
+    while True:                                        # whole cycles: each check and the wait after it
+        step += 1
+        simulated[0] += step_time_s
+        metrics = {k: 2.0 + math.sin(step + i) for i, k in enumerate(NAMES)}
+        checks = monitor.checks
         t0 = time.perf_counter()
-        for _ in range(check_every):
-            step += 1
-            monitor.log(step, {k: 2.0 + math.sin(step) for k in names})
-        t1 = time.perf_counter()
-        monitor.check()
-        t2 = time.perf_counter()
-        logs.append((t1 - t0) / check_every)
-        checks.append(t2 - t1)
-    per_check = statistics.median(checks) + check_every * statistics.median(logs)
+        monitor.log(step, metrics)
+        took = time.perf_counter() - t0
+        if monitor.checks > checks:
+            check_steps.append(step)
+            if monitor.checks - before > min_checks:   # the next cycle's check: left out, and done
+                step -= 1
+                break
+        else:
+            logs.append(took)
+        spent += took
+    trained = (step - history_steps) * step_time_s
+    gaps = np.diff([history_steps] + check_steps)
     return {"history_steps": history_steps, "log_us": statistics.median(logs) * 1e6,
-            "check_ms": _median_ms(checks), "overhead_pct": 100 * per_check / (check_every * step_time_s)}
+            "check_ms": monitor.governor.last_cost_s * 1000, "overhead_pct": 100 * spent / (trained + spent),
+            "cadence": int(statistics.median(gaps)), "worst": int(gaps.max()),
+            "implied": monitor.governor.cadence(step_time_s)}
 
 
 def main() -> None:
@@ -159,7 +186,16 @@ def main() -> None:
     ap.add_argument("--skip-tensorboard", action="store_true")
     ap.add_argument("--step-time", type=float, default=0.5)
     ap.add_argument("--check-every", type=int, default=10)
+    ap.add_argument("--max-overhead", type=float, default=0.01, help="the callbacks' default; 0: no governor")
+    ap.add_argument("--histories", default="1000,10000,100000", help="steps already logged, comma-separated")
+    ap.add_argument("--skip-rejudge", action="store_true", help="only the callback overhead")
     args = ap.parse_args()
+    if not args.skip_rejudge:
+        rejudge_table(args)
+    callback_table(args)
+
+
+def rejudge_table(args) -> None:
     print(f"re-judgement after {args.new_points:,} new points (median of {args.repeats}, wall ms)")
     print(f"{'source':<12}{'points':>10}{'new bytes':>10}{'read':>9}{'assembly':>10}{'detectors':>11}"
           f"{'detectors share':>17}  first read")
@@ -169,11 +205,21 @@ def main() -> None:
         print(f"{r['kind']:<12}{r['points']:>10,}{r['new_bytes']:>10,}{r['read_ms']:>9.1f}{r['assembly_ms']:>10.1f}"
               f"{r['detectors_ms']:>11.1f}{100 * r['detectors_ms'] / total:>16.0f}%  {r['first_read_s']:.1f} s"
               f"  ({r['verdict']})")
-    print(f"\ncallback overhead: one check per {args.check_every} steps of {args.step_time} s, 10 metrics")
-    print(f"{'history':>10}{'log/step':>11}{'check':>10}{'overhead':>10}")
-    for history in (1_000, 10_000, 100_000):
-        c = callback_cost(history, args.check_every, args.step_time, args.repeats)
-        print(f"{c['history_steps']:>10,}{c['log_us']:>9.1f}us{c['check_ms']:>8.1f}ms{c['overhead_pct']:>9.2f}%")
+
+
+def callback_table(args) -> None:
+    governor = args.max_overhead or None
+    print(f"\ncallback overhead: steps of {args.step_time} s, 10 metrics, check_every={args.check_every}, "
+          f"max_overhead={governor}")
+    print(f"{'history':>10}{'log/step':>11}{'one check':>11}{'overhead':>10}{'steps between checks':>22}"
+          f"{'implied':>9}")
+    for history in (int(h) for h in args.histories.split(",")):
+        c = callback_cost(history, args.check_every, args.step_time, governor)
+        print(f"{c['history_steps']:>10,}{c['log_us']:>9.1f}us{c['check_ms']:>9.1f}ms{c['overhead_pct']:>9.2f}%"
+              f"{c['cadence']:>14} (max {c['worst']}){c['implied']:>9}")
+    print("steps between checks (median, max of 8): a finding already in the logged curves stops training at most"
+          " that many steps later;\na non-finite value at most check_every; implied: the cadence the last check's"
+          " cost sets, check_every * ceil(c / (max_overhead * step time * check_every))")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,51 @@ def _spy_reads(monkeypatch) -> list[int]:
     return sizes
 
 
+def test_point_store_series_are_what_from_points_makes_of_every_write_order_seen_so_far():
+    # the store looks only at the points after its last series() while the steps keep increasing; over
+    # random chunks (sorted, shuffled, repeated steps, single appends, wall times or none) each series()
+    # must equal Series.from_points of every point written so far
+    from stabdiag.watch._store import PointStore
+
+    rng = np.random.default_rng(28)
+    for _ in range(200):
+        store, written = PointStore(), []
+        for _ in range(int(rng.integers(1, 7))):
+            n, base = int(rng.integers(0, 5)), int(rng.integers(0, 25))
+            steps = base + rng.integers(0, 6, n)
+            steps = np.sort(steps) if rng.random() < 0.7 else steps
+            values, walls = rng.random(n), (rng.random(n) if rng.random() < 0.5 else np.full(n, np.nan))
+            if rng.random() < 0.5:
+                store.extend("k", steps, values, walls)
+            else:
+                walls = np.full(n, np.nan)
+                for step, value in zip(steps.tolist(), values.tolist()):
+                    store.append("k", step, value)
+            written.append((steps, values, walls))
+            if not len(store):
+                continue
+            got = store.series()["k"]
+            s_, v_, w_ = (np.concatenate(parts) for parts in zip(*written))
+            want = Series.from_points("k", s_, v_, w_ if np.isfinite(w_).any() else None)
+            for field in ("steps", "values", "superseded_steps", "superseded_values"):
+                assert np.array_equal(getattr(got, field), getattr(want, field)), field
+            assert got.stepped_back == want.stepped_back and (got.wall_time is None) == (want.wall_time is None)
+            if got.wall_time is not None:
+                assert np.array_equal(got.wall_time, want.wall_time, equal_nan=True)
+
+
+def test_point_store_refuses_a_step_out_of_range_appended_after_an_ordered_history():
+    from stabdiag.run import StepError
+    from stabdiag.watch._store import PointStore
+
+    store = PointStore()
+    store.extend("k", np.arange(1, 100), np.ones(99))
+    assert len(store.series()["k"]) == 99
+    store.append("k", 2**62, 1.0)
+    with pytest.raises(StepError):
+        store.series()
+
+
 def test_csv_follower_reads_only_appended_lines_and_waits_for_a_half_line(tmp_path, monkeypatch):
     path = tmp_path / "metrics.csv"
     rows = _rows(range(1, 101))

@@ -15,8 +15,10 @@
     from stabdiag.integrations import StabdiagLightningCallback     # Lightning
     trainer = L.Trainer(callbacks=[StabdiagLightningCallback(check_every=10)])
 
-Nothing heavy loads with this package: transformers is imported only when StabdiagCallback is first
-used, lightning only when StabdiagLightningCallback is (PEP 562).
+Each keeps judging within `max_overhead` (default 0.01) of the training wall time: on a long history its
+checks come later than every `check_every` steps (see _governor.py for the rule and what is never
+postponed).  Nothing heavy loads with this package: transformers is imported only when StabdiagCallback
+is first used, lightning only when StabdiagLightningCallback is (PEP 562).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """A Lightning `Callback`: after every training batch the metrics logged with `self.log` (and the
-step's loss) join the history on rank 0; every `check_every` steps it is judged, a finding at `stop_on`
+step's loss) join the history on rank 0; every `check_every` steps it is judged (later on long
+histories, within `max_overhead`: rank 0's clock alone decides, so no rank can differ), a finding at `stop_on`
 in `stop_layers` sets `trainer.should_stop` on every rank, and the final diagnosis is written to the
 Trainer's `default_root_dir`."""
 
@@ -19,13 +20,13 @@ logger = logging.getLogger("stabdiag")
 
 class StabdiagLightningCallback(Callback):
     """`StabdiagLightningCallback(check_every=10, stop_on="fail", stop_layers=(1, 2, 3, 4), output_dir=None,
-    **monitor_options)`; `output_dir` defaults to the Trainer's `default_root_dir`."""
+    max_overhead=0.01, **monitor_options)`; `output_dir` defaults to the Trainer's `default_root_dir`."""
 
     def __init__(self, *, check_every: int = 10, stop_on: str | None = "fail", stop_layers=(1, 2, 3, 4),
-                 output_dir=None, **monitor_options) -> None:
+                 output_dir=None, max_overhead: float | None = 0.01, **monitor_options) -> None:
         super().__init__()
         self.monitor = Monitor(check_every=check_every, stop_on=stop_on, stop_layers=stop_layers,
-                               output_dir=output_dir, **monitor_options)
+                               output_dir=output_dir, max_overhead=max_overhead, **monitor_options)
         self._said = False
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):

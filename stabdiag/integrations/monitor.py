@@ -5,14 +5,17 @@ chosen layer, asks to stop.  The framework callbacks (transformers, Lightning) a
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 from ..diagnosis import SEVERITY_RANK, Diagnosis, Finding
 from ..errors import ConfigError
 from ..run import Run
 from ..watch._store import PointStore
 from ..watch.events import Event, changes
+from ._governor import CheckGovernor
 
 DIAGNOSIS_FILE = "stabdiag_diagnosis.json"
 
@@ -21,18 +24,19 @@ class Monitor:
     """Judges the metrics a loop logs, every `check_every` steps.
 
     `stop_on`: the severity that asks to stop ("fail", "warn", or None: never); `stop_layers`: the layers
-    whose findings may stop the run (default all four); `max_overhead` (e.g. 0.01): a due check waits while
-    the last one took more than this fraction of the time since it, so that judging a long history never
-    costs more than that share of training (checks come later instead); the rest (`mapping`, `select`,
-    `ignore`, `params`, `rules_dirs`, `guess`) as for `stabdiag.diagnose`."""
+    whose findings may stop the run (default all four); `max_overhead` (default 0.01): the most of the
+    training wall time that judging may take: after a check that cost c seconds the next waits until
+    c / max_overhead seconds have passed (looking again every `check_every` steps; None: every
+    `check_every` steps whatever the cost), except after a non-finite value was logged (see _governor);
+    `clock`: the time source that budget is measured with (a test's fake clock); the rest (`mapping`,
+    `select`, `ignore`, `params`, `rules_dirs`, `guess`) as for `stabdiag.diagnose`."""
 
     def __init__(self, *, name: str = "run", check_every: int = 10, stop_on: str | None = "fail",
                  stop_layers: Sequence[int] = (1, 2, 3, 4), output_dir: str | os.PathLike[str] | None = None,
                  mapping: dict[str, str] | None = None, select: list[str] | None = None,
                  ignore: list[str] | None = None, params: dict | None = None, rules_dirs: list[str] | None = None,
-                 guess: bool = True, max_overhead: float | None = None) -> None:
-        import time
-
+                 guess: bool = True, max_overhead: float | None = 0.01,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         from ..watch.watcher import chosen_rules
 
         if not isinstance(check_every, int) or check_every < 1:
@@ -41,11 +45,12 @@ class Monitor:
             raise ConfigError(f"stop_on: expected one of warn, fail or None; got {stop_on!r}")
         if not set(stop_layers) <= {1, 2, 3, 4}:
             raise ConfigError(f"stop_layers: expected layers among 1, 2, 3, 4; got {list(stop_layers)!r}")
-        if max_overhead is not None and not 0 < max_overhead <= 1:
+        if max_overhead is not None and (isinstance(max_overhead, bool) or not isinstance(max_overhead, (int, float))
+                                         or not 0 < max_overhead <= 1):
             raise ConfigError(f"max_overhead: expected a fraction in (0, 1]; got {max_overhead!r}")
         self.name, self.check_every, self.stop_on = name, check_every, stop_on
-        self.max_overhead, self._clock = max_overhead, time.perf_counter
-        self._checked_at, self._check_s = self._clock(), 0.0
+        self.max_overhead = max_overhead
+        self.governor = CheckGovernor(check_every, max_overhead, clock)
         self.stop_layers = tuple(stop_layers)
         self.output_dir = None if output_dir is None else os.fspath(output_dir)
         self._rules = chosen_rules(rules_dirs, select, ignore)
@@ -65,22 +70,21 @@ class Monitor:
         return self.stop_reason is not None
 
     def log(self, step: int, metrics: Mapping[str, object]) -> list[Finding]:
-        """Record one step's metrics (numbers; anything else is left out); when `check_every` steps
-        have passed since the last check, judge the run: the findings that appeared or changed severity."""
+        """Record one step's metrics (numbers; anything else is left out); when a check is due (see
+        `max_overhead`), judge the run: the findings that appeared or changed severity."""
         step = int(step)
         for key, value in metrics.items():
             number = _number(value)
             if number is not None:
                 self._store.append(str(key), step, number)
+                if not math.isfinite(number):
+                    self.governor.urgent = True
         self._last_step = step
         if self._last_check is None:
             self._last_check = step
-        if step - self._last_check >= self.check_every and self._affordable():
+        if self.governor.due(step):
             return self.check()
         return []
-
-    def _affordable(self) -> bool:
-        return self.max_overhead is None or self._check_s <= self.max_overhead * (self._clock() - self._checked_at)
 
     def check(self) -> list[Finding]:
         """Judge the history now: the findings that appeared or changed severity since the last check."""
@@ -89,11 +93,9 @@ class Monitor:
             return []
         from ..engine import diagnose
 
-        started = self._clock()
+        started = self.governor.clock()
         run = Run(self.name, self._store.series(), (), {"format": "in-process"})
         diag = diagnose(run, rules=self._rules, **self._options)
-        self._checked_at = self._clock()
-        self._check_s = self._checked_at - started
         self.checks += 1
         self.diagnosis = diag
         events = changes(self._findings, diag)
@@ -102,6 +104,7 @@ class Monitor:
         new = [self._findings[e.finding] for e in events if e.event in ("finding", "changed")]
         if not self.should_stop:
             self._maybe_stop(diag)
+        self.governor.checked(self._last_step, started)
         return new
 
     def _maybe_stop(self, diag: Diagnosis) -> None:
@@ -125,7 +128,8 @@ class Monitor:
             self.check()
         report = json.loads(render(self.diagnosis, "json")) if self.diagnosis is not None else None
         return {"stopped": self.should_stop, "stop_reason": self.stop_reason, "stop_step": self.stop_step,
-                "checks": self.checks, "check_every": self.check_every, "last_step": self._last_step,
+                "checks": self.checks, "check_every": self.check_every, "max_overhead": self.max_overhead,
+                "postponed": self.governor.postponed, "last_step": self._last_step,
                 "report": report}
 
     def write(self, output_dir: str | os.PathLike[str] | None = None) -> str | None:

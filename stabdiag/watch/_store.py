@@ -1,15 +1,16 @@
 """The points a follower has read so far, by key, in write order, in arrays that grow by doubling: taking
-k new points costs O(k), and handing the whole history to the engine costs one pass of numpy."""
+k new points costs O(k), and so does handing the whole history to the engine again while the steps keep
+increasing (what was already found in order, with valid steps and wall times, is not looked at again)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..run import Run, Series
+from ..run import Run, Series, as_steps
 
 
 class _Column:
-    __slots__ = ("steps", "values", "walls", "size", "pending")
+    __slots__ = ("steps", "values", "walls", "size", "pending", "seen", "ordered", "has_walls")
 
     def __init__(self) -> None:
         self.steps = np.empty(64, np.int64)
@@ -17,6 +18,9 @@ class _Column:
         self.walls = np.empty(64, np.float64)
         self.size = 0
         self.pending: list[tuple[int, float]] = []      # single points (a loop's log calls), kept until read
+        self.seen = 0                 # the first `seen` points were looked at by series(): in order so far?
+        self.ordered = True           # each step of the first `seen` once and increasing
+        self.has_walls = False        # a finite wall time among the first `seen`
 
     def settle(self) -> None:
         if self.pending:
@@ -86,7 +90,16 @@ class PointStore:
         for key, c in self._columns.items():
             c.settle()
             name = rename(key) if rename else key
-            walls = c.walls[:c.size]
-            out[name] = Series.from_points(name, c.steps[:c.size], c.values[:c.size],
-                                           walls if np.isfinite(walls).any() else None)
+            steps, values, walls = c.steps[:c.size], c.values[:c.size], c.walls[:c.size]
+            if c.ordered and c.seen < c.size:
+                # only the points after the last look: their steps valid and increasing from the one before
+                as_steps(steps[c.seen:])  # raises StepError on a step out of range, as from_points would
+                start = max(c.seen - 1, 0)
+                c.ordered = bool(np.all(steps[start + 1:] > steps[start:-1]))
+                c.has_walls = c.has_walls or bool(np.isfinite(walls[c.seen:]).any())
+                c.seen = c.size
+            if c.ordered:                 # in order, each step once: kept as given, as Series.from_points does
+                out[name] = Series(key=name, steps=steps, values=values, wall_time=walls if c.has_walls else None)
+            else:
+                out[name] = Series.from_points(name, steps, values, walls if np.isfinite(walls).any() else None)
         return out

@@ -426,3 +426,28 @@ def test_a_check_of_a_small_table_never_imports_numpy_ma(tmp_path):
             "try:\n    main()\nexcept SystemExit:\n    pass\nprint('numpy.ma' in sys.modules, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code, str(table)], capture_output=True, text=True, timeout=120)
     assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
+
+
+@pytest.mark.parametrize("window", [1, 3, 8, 101])
+def test_rolling_median_at_is_rolling_median_at_those_points(window):
+    rng = np.random.default_rng(window)
+    for n in (5, 60, 2_000):
+        x = rng.normal(size=n).round(1)
+        if n > 60:
+            x[[3, n // 2]] = math.nan
+        at = np.unique(rng.integers(0, n, 40))
+        np.testing.assert_array_equal(st.rolling_median_at(x, window, at), st.rolling_median(x, window)[at])
+
+
+def test_the_kl_entropy_grid_of_a_long_log_is_the_full_running_median_interpolated():
+    """policy._on_grid reads a log past 20,000 points at the points around its 201 grid steps only."""
+    from stabdiag.detectors import policy
+    from stabdiag.detectors._base import _smooth_window
+    rng = np.random.default_rng(0)
+    steps = np.arange(50_000) * 3 + 7
+    curve = Curve("kl", "kl", steps, rng.normal(size=len(steps)).cumsum())
+    grid = np.linspace(steps[0] + 1.0, steps[-1], 201)
+    for window in (30, 600, 6_000):
+        points = max(_smooth_window(len(steps)), min(policy.MAX_SMOOTH_POINTS, curve.points_for(window / 2, 7)))
+        full = np.interp(grid, steps, st.rolling_median(curve.values, points))
+        np.testing.assert_array_equal(policy._on_grid(curve, grid, window), full)

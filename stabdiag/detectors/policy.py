@@ -14,6 +14,7 @@ from . import evidence as ev
 from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged, Quiet, _smooth_window
 
 MAX_SMOOTH_POINTS = 101
+_FULL_MEDIAN_POINTS = 20_000    # up to here a running median over every point costs less than 400 windows
 
 
 def _on_grid(curve: Curve, grid: np.ndarray, window: float) -> np.ndarray:
@@ -25,7 +26,12 @@ def _on_grid(curve: Curve, grid: np.ndarray, window: float) -> np.ndarray:
     every step, 15 logged every 5th (same file).  MAX_SMOOTH_POINTS only bounds the cost of a window set
     far above the shipped 200 steps (a running median costs its width per point)."""
     points = max(_smooth_window(len(curve.values)), min(MAX_SMOOTH_POINTS, curve.points_for(window / 2, 7)))
-    return np.interp(grid, curve.steps, st.rolling_median(curve.values, points))
+    if len(curve.values) <= _FULL_MEDIAN_POINTS:
+        return np.interp(grid, curve.steps, st.rolling_median(curve.values, points))
+    # a long log: the running median only at the points that bracket a grid step (the same numbers)
+    right = np.searchsorted(curve.steps, grid, side="right")
+    near = st.distinct(np.clip(np.concatenate([right - 1, right]), 0, len(curve.steps) - 1))
+    return np.interp(grid, curve.steps[near], st.rolling_median_at(curve.values, points, near))
 
 
 def first_level(curve: Curve, points: int = 3) -> float:

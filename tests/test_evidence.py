@@ -6,10 +6,13 @@ the root is the layer whose failure began first."""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from stabdiag.assemble import load
 from stabdiag.detectors import evidence as ev
 from stabdiag.engine import diagnose
 from stabdiag.run import Run, Series
@@ -256,3 +259,29 @@ def test_trend_findings_carry_an_onset_with_an_interval():
     low, high = f.onset_interval
     assert low <= f.onset <= high and f.evidence["change_step"] == f.onset
     assert 0 < f.onset < 150            # the lift starts at 10% of the run
+
+
+def test_a_z_of_3_on_three_effective_points_is_not_sure():
+    """Student's t with n_eff - 2 degrees of freedom: on 3 effective points the 95% interval is 12.7
+    standard errors wide, so a z of 3.1 is no evidence (a truncation climb fired on one)."""
+    weak = ev.Change(0.31, 0.1, 0.31 - 12.7 * 0.1, 0.31 + 12.7 * 0.1, 200, 3.0, 0.95, 0.05)
+    strong = ev.Change(0.31, 0.1, 0.31 - 2.0 * 0.1, 0.31 + 2.0 * 0.1, 200, 150.0, 0.1, 0.05)
+    assert weak.z > 3 and not weak.sure(3.0)
+    assert strong.sure(3.0) and not strong.sure(3.5)
+
+
+def test_a_reward_that_climbs_to_the_cap_reads_sure_at_every_logging_phase(tmp_path):
+    """bench/scenarios.py's truncation-climb-000 (tuning part): truncation 50% -> 100% while the reward climbs
+    0.59 -> 0.94 under a slowly wandering noise.  Logged every 5th step, a straight line through the climb
+    left its residuals autocorrelated by the misfit (n_eff 2-4 of 200 points): "sure" at z 3.1 on one phase
+    (interval -0.59..1.22), not on the others.  The two-phase fit reads it sure on every phase."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import scenarios
+
+    scenarios.build(tmp_path, names=["truncation-climb-000"])
+    [run] = load(str(tmp_path / "runs"))
+    for phase in range(5):
+        thinned = {key: Series.from_points(key, s.steps[s.steps % 5 == phase], s.values[s.steps % 5 == phase])
+                   for key, s in run.series.items()}
+        diag = diagnose(Run(run.name, thinned, meta=run.meta), select=["L1.truncation-climb"])
+        assert [f.rule for f in diag.findings] == ["L1.truncation-climb"], (phase, diag.unknown)

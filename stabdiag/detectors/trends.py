@@ -27,6 +27,7 @@ from ._base import (
 )
 
 _SURE_Z = 3.0            # a growth the length rule reads as sure (the divergence rule's min_rise_z)
+_SMALL_SHARE = 0.3       # a rise under this share of a curve's range is small (the divergence rule's min_rise_share)
 
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
                           re.IGNORECASE)
@@ -87,7 +88,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     if smooth[peak] <= start_level or rise <= 0 or r.steps[peak] - r.steps[0] < min_steps:
         # no rise by the points (the curve is highest within its first steps); where the fit sees a large
         # one the data cannot confirm, that is not a clean bill either
-        if trend.estimate > 0 and fit_share >= min_rise_share and trend.z < min_rise_z:
+        if trend.estimate > 0 and fit_share >= min_rise_share and not trend.sure(min_rise_z):
             return NotJudged(f"too noisy to tell: {r.signal}'s fit rises {trend.text()}, its points peak "
                              f"at step {int(r.steps[peak])}")
         return None
@@ -124,7 +125,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     if not changes:
         return NotJudged(f"{said} by step {int(r.steps[peak])}, but no independent check could be read "
                          "against it: " + "; ".join(unread))
-    if trend.z < min_rise_z or rise_share < min_rise_share:
+    if not trend.sure(min_rise_z) or rise_share < min_rise_share:
         # large by one reading, but not sure (or the points and the fit disagree): never a pass
         return NotJudged(f"too noisy to tell: {said}, trend z {trend.z:.1f} after autocorrelation (needs "
                          f"{min_rise_z:g}, n_eff {trend.n_eff:.0f}) while evals moved {_eval_summary(changes)}")
@@ -178,7 +179,7 @@ def _eval_against_rise(curve: Curve, r: Curve, shape: tuple[np.ndarray, np.ndarr
     # an eval that rose surely from where the rise began to its later level (a jump, then a hold, which a
     # line through the progress reads poorly) tracks too
     jumped = ev.level_gain(values[order])
-    if jumped.z >= se_count and jumped.estimate / (rise if shared_units else scale) > gain_rel:
+    if jumped.sure(se_count) and jumped.estimate / (rise if shared_units else scale) > gain_rel:
         return "tracks"
     if rel > gain_rel or rel + se_count * rel_se > upper_rel:
         return f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
@@ -218,11 +219,11 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         jumped = ev.level_gain(c.values[(c.steps >= window[0]) & (c.steps <= window[1])])
         if change / base > max_flat_gain_rel and change > min_gain_se * se:
             return None
-        if jumped.z >= min_gain_se and jumped.estimate / base > max_flat_gain_rel:
+        if jumped.sure(min_gain_se) and jumped.estimate / base > max_flat_gain_rel:
             return None
         changes[c.signal] = change
     growth = ev.hinge_change(g.steps, g.values)
-    if changes and growth.z < _SURE_Z:
+    if changes and not growth.sure(_SURE_Z):
         return NotJudged(f"too noisy to tell: {g.signal} {start_level:.3g} -> {end_level:.3g} "
                          f"({end_level / start_level:.1f}x), its trend {growth.text()}")
     if not changes:
@@ -309,8 +310,10 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curv
     """A fraction (responses cut off at the length cap) climbs toward 1 while the reward rises: the
     reward pays for length even though the cap keeps length from doubling.  Below `fail_end_frac` it
     warns (the answers may need more room); at or above it nearly every answer is cut off: it fails.
-    The reward's rise counts when its trend over the climb is `min_rise_z` autocorrelation-corrected
-    standard errors clear of 0 (detectors/evidence.py): sure evidence, whatever the batch size.  An
+    The reward's rise counts when its trend over the climb (a two-phase fit: a reward that climbs and
+    then holds at the cap leaves a straight line's residuals autocorrelated by the misfit) is `min_rise_z`
+    autocorrelation-corrected standard errors clear of 0 with its interval above 0 (detectors/evidence.py):
+    sure evidence, whatever the batch size; a rise neither confirmed nor ruled out is too noisy to tell.  An
     independent eval that improved surely over the climb says the longer answers are buying accuracy
     (seed 000: a loophole is reward up while the eval does not move): a note, not a finding."""
     f, r = fraction.finite(), rising.finite()
@@ -335,9 +338,18 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curv
     rv = r.values[inside]
     r_start = _start_level(r.steps[inside], rv, edge_frac)
     r_end = st.edge_level_by_steps(r.steps[inside], rv, edge_frac, end=True)
-    trend = ev.linear_change(r.steps[inside], rv, noise_floor=ev.binomial_floor(rv))
-    if r_end <= r_start or trend.z < min_rise_z:
+    trend = ev.hinge_change(r.steps[inside], rv, noise_floor=ev.binomial_floor(rv))
+    if r_end <= r_start:
         return None
+    if not trend.sure(min_rise_z):
+        # a two-phase fit's rise is biased up on a flat curve (it takes the higher end): whether a rise is
+        # ruled out is read on a straight line
+        line = ev.linear_change(r.steps[inside], rv, noise_floor=ev.binomial_floor(rv))
+        if line.high < _SMALL_SHARE * ev.smoothed_range(rv):
+            return None         # the reward's rise is ruled out beyond a small share of its range: clean
+        # the fraction climbed, and a rise of the reward beside it is neither confirmed nor ruled out
+        return NotJudged(f"too noisy to tell: {f.signal} climbed {start:.0%} -> {end:.0%} while {r.signal} "
+                         f"moved {trend.text()} (needs {min_rise_z:g} standard errors, interval above 0)")
     onset = _onset(f, start, end)
     improved = ev.eval_improvement(evals, float(f.steps[0]), float(f.steps[-1]))
     if improved is not None:

@@ -269,7 +269,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         lambda p: (f"the learning rate is still climbing at the end (>= {p['min_climb_ratio']:g}x its mid-run "
                    f"level) while the loss ends less than {p['min_drop_frac']:.0%} below its start")),
     DetectorSpec("loss_at_uniform_level", loss_at_uniform_level, (
-        _p("max_gap_frac", 0.05, 0.001, 0.5, "a loss within this fraction of ln(vocabulary size) (or above it) "
+        _p("max_gap_frac", 0.05, 0.001, 0.5, "a loss within this fraction of ln(vocabulary size), above or below, "
                                             "has not left the uniform guess"),
         _p("after_frac", 0.2, 0, 0.9, "read after this fraction of the run's steps (the first steps of any run "
                                       "sit at ln V)"),
@@ -317,6 +317,6 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "fraction_held_high": ("fraction", "key", "peak", "run_frac", "signal", "stretch", "threshold"),
     "value_head_diverging": ("readings", "signal", "what"),
     "loss_flat_in_warmup": ("drop", "key", "level_end", "level_start", "lr_end", "lr_key", "lr_middle", "signal"),
-    "loss_at_uniform_level": ("gap", "key", "last", "lowest", "signal", "uniform", "vocab"),
+    "loss_at_uniform_level": ("gap", "highest", "key", "last", "lowest", "signal", "uniform", "vocab"),
 }
 DETECTORS = {name: replace(spec, evidence=EVIDENCE_FIELDS.get(name, ())) for name, spec in DETECTORS.items()}

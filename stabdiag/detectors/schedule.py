@@ -110,9 +110,10 @@ def vocabulary_size(config) -> int | None:
 def loss_at_uniform_level(loss: Curve, config=None, reward: Curve | None = None, *, max_gap_frac,
                           after_frac, min_points) -> Evidence | NotJudged | None:
     """The cross-entropy loss still sits at ln(vocabulary size), the loss of a uniform guess over every
-    token (an untrained model's), after the first `after_frac` of the run: every point from there on
-    within `max_gap_frac` of ln V (or above it).  The model has learned nothing, not even how often each
-    token occurs (which alone takes a text loss well under ln V).  Needs the vocabulary size from the
+    token (an untrained model's), after the first `after_frac` of the run: its running median from there
+    on within `max_gap_frac` of ln V, above or below (a loss far above it diverged: another rule's).  The
+    model has learned nothing, not even how often each token occurs (which alone takes a text loss well
+    under ln V).  Needs the vocabulary size from the
     run's configuration; a loss in other units (bits, a summed loss, an RL surrogate) is not judged."""
     if reward is not None:
         return NotJudged("an RL run's loss is a surrogate objective, not a cross-entropy over the vocabulary")
@@ -126,10 +127,10 @@ def loss_at_uniform_level(loss: Curve, config=None, reward: Curve | None = None,
                          f"{min_points:g} are needed")
     uniform = math.log(vocab)
     tail = st.rolling_median(v.values[late], 3)
-    lowest = float(tail.min())
-    if lowest < (1 - max_gap_frac) * uniform:
-        return None
+    gap = float(np.max(np.abs(tail / uniform - 1)))
+    if gap > max_gap_frac:
+        return None             # it left the uniform level: learning, or diverging past it (loss-divergence's)
     start = int(v.steps[late][0])
     return Evidence(start, int(v.steps[-1]), {
-        "signal": v.signal, "key": v.key, "vocab": vocab, "uniform": uniform, "lowest": lowest,
-        "last": float(tail[-1]), "gap": 1 - lowest / uniform})
+        "signal": v.signal, "key": v.key, "vocab": vocab, "uniform": uniform, "lowest": float(tail.min()),
+        "highest": float(tail.max()), "last": float(tail[-1]), "gap": gap})

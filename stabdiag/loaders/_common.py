@@ -8,7 +8,7 @@ import os
 import re
 
 from ..errors import InputError
-from ..run import STEP_RANGE, Run, as_float, exact_step, run_name_for, series_from_long, shown_number
+from ..run import STEP_RANGE, Run, Series, as_float, exact_step, run_name_for, series_from_long, shown_number
 
 SNIFF_BYTES = 65536
 # extensions that are documentation, code or another loader's business, never a console log
@@ -125,13 +125,16 @@ class Points:
         return notes
 
     def to_run(self, path: str, *, framework: str | None, fmt: str, notes: list[str],
-               meta: dict | None = None) -> Run:
-        """The Run of the points; `meta` adds what the reader knows beyond the format (the step axis)."""
-        if not self.keys:
+               meta: dict | None = None, series: dict[str, Series] | None = None) -> Run:
+        """The Run of the points; `meta` adds what the reader knows beyond the format (the step axis),
+        `series` the keys a reader built whole (none of them among the points)."""
+        if not self.keys and not series:
             why = f"; {self.problem_notes(path)[0].split(': ', 1)[1]}" if self.bad_steps else ""
             raise InputError(path, f"no metric lines found (read as {fmt}){why}")
         meta = {"format": fmt, **(meta or {})}
         if framework:
             meta["framework"] = framework
-        return Run(run_name_for(path), series_from_long(self.keys, self.steps, self.values),
-                   (path,), meta, tuple(notes) + tuple(self.problem_notes(path)))
+        built = series_from_long(self.keys, self.steps, self.values)
+        if series:
+            built = dict(sorted({**built, **series}.items()))
+        return Run(run_name_for(path), built, (path,), meta, tuple(notes) + tuple(self.problem_notes(path)))

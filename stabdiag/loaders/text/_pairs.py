@@ -59,7 +59,7 @@ def series_by_shape(text: str, rows: list[tuple[str, str]], head: str, sep: str 
                 if len(parts) > 1 and not np.all(steps[1:] > steps[:-1]) and len(np.unique(steps)) != len(steps):
                     break                  # one key in two shapes at one step: write order decides, read in order
                 raws = [r for p in parts for r in p[1]] if len(parts) > 1 else parts[0][1]
-                out.update(_series(key, steps, raws, keep_unit))
+                out.update(column_series(key, steps, raws, keep_unit))
             else:
                 return dict(sorted(out.items()))
     return series_of_rows(rows, sep, keep_unit=keep_unit)
@@ -80,7 +80,9 @@ def _shapes(rows: list[tuple[str, str]], sep: str | None) -> list[tuple[str, ...
     return sorted(counts, key=counts.get, reverse=True)
 
 
-def _series(key: str, steps, raws, keep_unit: bool) -> dict[str, Series]:
+def column_series(key: str, steps, raws, keep_unit: bool) -> dict[str, Series]:
+    """{name: Series} of one key's raw values at their steps (int text or int64); {} when none is a
+    number.  The name is the key, stripped, with the unit joined under `keep_unit` (see _column)."""
     name, values, keep = _column(key.strip(), raws, keep_unit)
     if keep is not None:
         steps = [s for s, k in zip(steps, keep) if k]
@@ -113,7 +115,7 @@ def series_of_rows(rows: list[tuple[str, str]], sep: str | None, *, kv: str = ":
             column[1].append(raw)
     out: dict[str, Series] = {}
     for key, (steps, raws) in columns.items():
-        out.update(_series(key, steps, raws, keep_unit))
+        out.update(column_series(key, steps, raws, keep_unit))
     return dict(sorted(out.items()))
 
 

@@ -7,8 +7,21 @@ import math
 import os
 import re
 
+import numpy as np
+
 from ..errors import InputError
-from ..run import STEP_RANGE, Run, Series, as_float, exact_step, run_name_for, series_from_long, shown_number
+from ..run import (
+    STEP_MAX,
+    STEP_MIN,
+    STEP_RANGE,
+    Run,
+    Series,
+    as_float,
+    exact_step,
+    run_name_for,
+    series_from_long,
+    shown_number,
+)
 
 SNIFF_BYTES = 65536
 # extensions that are documentation, code or another loader's business, never a console log
@@ -70,6 +83,32 @@ def number(token: str) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def column_of_points(key: str, steps: list[int], values, *, skip_repeats: bool = False) -> Series | None:
+    """One key's points (int steps in the step range, and as many floats, in write order) as the
+    Series that Points.add of each of them gives, without a Python step per point; None for no points.
+    With `skip_repeats` a point is dropped when it repeats the value last written for its step (NaN
+    repeats NaN), as in Points(skip_repeats=True)."""
+    if not steps:
+        return None
+    steps_arr = np.fromiter(steps, np.int64, len(steps))
+    values_arr = np.fromiter(values, np.float64, len(steps))
+    if skip_repeats and len(steps_arr) > 1:
+        # a dropped point equals the last kept one at its step, so comparing each point with the one
+        # written before it at the same step is comparing it with the last kept one
+        order = np.argsort(steps_arr, kind="stable")
+        s, v = steps_arr[order], values_arr[order]
+        repeat = (s[1:] == s[:-1]) & ((v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1])))
+        drop = np.zeros(len(s), bool)
+        drop[order[1:][repeat]] = True
+        steps_arr, values_arr = steps_arr[~drop], values_arr[~drop]
+    return Series.from_points(key, steps_arr, values_arr)
+
+
+def in_step_range_text(digits: str) -> bool:
+    """Decimal digits (as a reader's regex gives them) that are a step in the step range."""
+    return len(digits) < 16 or STEP_MIN <= int(digits) <= STEP_MAX
 
 
 class Points:

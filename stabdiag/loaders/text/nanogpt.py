@@ -18,13 +18,14 @@ time 1099.34ms`, `step 250: train loss 1.5440, val loss 1.7220`) is a training-l
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 
 import numpy as np
 
 from ...run import Run, Series, run_name_for
-from ._pairs import column_series, lines_text, series_by_shape, series_of_rows
+from ._pairs import column_series, lines_text, series_by_shape, series_of_rows, shaped_series
 
 MODDED, LLMC = "modded-nanogpt log", "llm.c console"
 
@@ -62,12 +63,37 @@ def read(path: str, text: str) -> Run:
 
 
 def _modded(text: str) -> tuple[dict[str, Series], int, dict]:
-    train = _MODDED_TRAIN.findall(text)
     val = _MODDED_VAL.findall(text)
-    series = series_by_shape(text, train, _MODDED_HEAD + "(?!val_)", None, keep_unit=True)
+    # every `step:` line a training or a validation row: the training rows are read by their shapes
+    # from a sample, without a findall of all their bodies first
+    candidates = text.count("\nstep:") - len(val)
+    sample = _first_and_last_train_rows(text)
+    series = None if sample is None else \
+        shaped_series(text, sample, candidates, _MODDED_HEAD + "(?!val_)", None, keep_unit=True)
+    if series is None:
+        train = _MODDED_TRAIN.findall(text)
+        series, records = series_by_shape(text, train, _MODDED_HEAD + "(?!val_)", None, keep_unit=True), len(train)
+    else:
+        records = candidates
     series.update(series_of_rows(val, None, only=lambda key: key.startswith("val_")))
     total = _MODDED_TOTAL.search(text)
-    return series, len(train) + len(val), {"planned_steps": int(total.group(1))} if total else {}
+    return series, records + len(val), {"planned_steps": int(total.group(1))} if total else {}
+
+
+def _first_and_last_train_rows(text: str, n: int = 32) -> list[tuple[str, str]] | None:
+    """The first n and the last n training rows (as `rows[:n] + rows[-n:]` of all of them); None when the
+    last n are not among the rows of the last 4n `step:` lines."""
+    first = [m.groups() for m in itertools.islice(_MODDED_TRAIN.finditer(text), n)]
+    start = len(text)
+    for _ in range(4 * n):
+        start = text.rfind("\nstep:", 0, start)
+        if start <= 0:
+            start = 0
+            break
+    last = _MODDED_TRAIN.findall(text, start)
+    if len(last) < n and start > 0:
+        return None
+    return first + last[-n:]
 
 
 def _llmc(text: str) -> tuple[dict[str, Series], int, dict]:

@@ -156,6 +156,32 @@ def test_llmc_rows_read_by_their_shape_equal_rows_read_one_by_one(tmp_path, monk
     assert fast.series["train_loss"].superseded_values.tolist() == [1e3]          # step 7 written twice
 
 
+MODDED_MANY = MODDED + "".join(
+    f"step:{s}/90 train_loss:{3 + 1 / s:.4f} train_time:{70 * s}ms step_avg:70.{s % 10}0ms\n" if s % 7 else
+    f"step:{s}/90 train_time:{70 * s}ms step_avg:nanms\n" for s in range(5, 90)) + "step:12/90 train_loss:9.0 " \
+    "train_time:840ms step_avg:70.00ms\nstep:88/90 val_loss:3.5 train_time:9ms step_avg:1.00ms\n"
+
+
+@pytest.mark.parametrize("extra,by_shape", [("", True), ("step:3/4\n", False)])
+def test_modded_rows_read_by_their_shapes_equal_rows_read_one_by_one(tmp_path, monkeypatch, extra, by_shape):
+    # two shapes (with and without train_loss), a rewritten step and val lines; a `step:` line that is
+    # no row sends the file through the findall of every row, which must give the same series
+    path = _write(tmp_path, "record.txt", MODDED_MANY + extra)
+    fast = textlog.load(path)
+    calls = []
+    real = textlog._pairs.shaped_series
+    monkeypatch.setattr(nanogpt, "shaped_series", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    textlog.load(path)
+    training_rows = sum(1 for line in MODDED_MANY.split("\n") if line.startswith("step:") and " val_" not in line)
+    assert (calls[0] == training_rows) == by_shape         # the `step:` lines less the val lines: the rows
+    monkeypatch.setattr(nanogpt, "_first_and_last_train_rows", lambda text: None)
+    slow = textlog.load(path)
+    _same_series(fast, slow)
+    assert fast.meta == slow.meta and fast.notes == slow.notes
+    assert fast.series["train_loss"].superseded_values.tolist() == [3 + round(1 / 12, 4)]
+    assert 7 not in fast.series["train_loss"].steps and 7 in fast.series["train_time_ms"].steps
+
+
 def test_karpathy_nanogpt_eval_and_iter_lines(tmp_path):
     run = textlog.load(_write(tmp_path, "train.log", NANOGPT))
     assert run.meta["format"] == "training-loop console"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from itertools import chain
 
 import numpy as np
 
@@ -64,11 +65,20 @@ def shaped_series(text: str, sample: list[tuple[str, str]], total: int, head: st
     if matched != total:
         return None
     out = {}
+    joined: dict[tuple[int, ...], np.ndarray | None] = {}   # keys of the same shapes share their steps
     for key, parts in columns.items():
-        steps = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
-        if len(parts) > 1 and not np.all(steps[1:] > steps[:-1]) and len(np.unique(steps)) != len(steps):
-            return None                  # one key in two shapes at one step: write order decides, read in order
-        raws = [r for p in parts for r in p[1]] if len(parts) > 1 else parts[0][1]
+        if len(parts) == 1:
+            steps, raws = parts[0]
+        else:
+            shared = tuple(id(p[0]) for p in parts)
+            if shared not in joined:
+                steps = np.concatenate([p[0] for p in parts])
+                unique = np.all(steps[1:] > steps[:-1]) or len(np.unique(steps)) == len(steps)
+                joined[shared] = steps if unique else None
+            steps = joined[shared]
+            if steps is None:
+                return None              # one key in two shapes at one step: write order decides, read in order
+            raws = tuple(chain.from_iterable(p[1] for p in parts))
         out.update(column_series(key, steps, raws, keep_unit))
     return dict(sorted(out.items()))
 

@@ -10,8 +10,12 @@ after one warm-up read (imports and the OS page cache warm on both sides):
   stabdiag    stabdiag.loaders.mlflow load_member: the run's head, every metric point (one query),
               params and tags, as float64 series with wall times
   loop+split  with open(text) as f: for line in f: line.split()     (the floor of a text reader)
+  fetchall    the reader's own query (the run's points in table order), fetched with the standard
+              library's sqlite3: the floor of any reader of this store that needs no other package
 
-The ratio stabdiag / loop+split is printed (target: at most about 1.0); times are the best of --repeat.
+The ratios stabdiag / loop+split (the issue's target: at most about 1.0) and stabdiag / fetchall are
+printed; times are the best of --repeat.  sqlite3 builds a tuple and five Python objects per row, which
+costs more than splitting a text line: the fetch alone is several times loop+split.
 
     python bench/mlflow_load.py [--keys 20] [--steps 50000] [--repeat 5]
 """
@@ -73,6 +77,12 @@ def _loop_split(path: str) -> None:
             line.split()
 
 
+def _fetchall(store: str) -> None:
+    with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as db:
+        db.execute("SELECT key, value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? ORDER BY rowid",
+                   (RUN_ID,)).fetchall()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", type=int, default=20)
@@ -88,6 +98,7 @@ def main() -> int:
         points = args.keys * args.steps
         ours, run = _best(lambda: mlflow.load_member(store, RUN_ID), args.repeat)
         floor, _ = _best(lambda: _loop_split(text), args.repeat)
+        fetch, _ = _best(lambda: _fetchall(store), args.repeat)
         read = sum(len(s.steps) for s in run.series.values())
         if read != points:
             print(f"error: {store}: read {read} points of {points}", file=sys.stderr)
@@ -96,7 +107,9 @@ def main() -> int:
               f"{os.path.getsize(store) / 1e6:.0f} MB, text {os.path.getsize(text) / 1e6:.0f} MB")
         print(f"stabdiag load_member  {ours:7.3f} s")
         print(f"loop+split (text)     {floor:7.3f} s")
+        print(f"fetchall (sqlite3)    {fetch:7.3f} s")
         print(f"stabdiag / loop+split {ours / floor:7.2f}")
+        print(f"stabdiag / fetchall   {ours / fetch:7.2f}")
     return 0
 
 

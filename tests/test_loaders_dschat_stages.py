@@ -7,10 +7,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from stabdiag import assemble
 from stabdiag.loaders import text as textlog
+from stabdiag.loaders.text import dschat
 from stabdiag.signals import resolve
 
 HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy" / "dschat"
@@ -116,6 +118,34 @@ def test_dpo_rewards_and_rank0_micro_batch_losses(tmp_path):
     assert loss.values[0] == pytest.approx((0.6931 + 0.6731) / 2)
     assert math.isnan(loss.values[2])                          # a NaN micro-batch loss is a finding
     assert "eval_ppl" not in run.series
+
+
+@pytest.mark.parametrize("last_step", [50, 2 ** 55])
+def test_timer_and_lr_columns_equal_the_points_added_one_by_one(tmp_path, monkeypatch, last_step):
+    # the timer and lr lines are gathered per key and converted at the end; ranks repeating a line,
+    # a NaN repeated, a rewrite and a step going back must come out as Points gives them one by one.
+    # A step past the step range sends every line through Points (which notes the one it leaves out)
+    lines = [_timer(10, 10), _timer(10, 10), _timer(20, 20, "nan"), _timer(20, 20, "NaN"), _timer(20, 20, 99.0),
+             _lr(20, 1e-5), _lr(20, 1e-5), _lr(30, 2e-5), _timer(30, 30), _timer(20, 20, 50.0),
+             _lr(last_step, 3e-5), _timer(last_step, last_step)]
+    path = tmp_path / "training.log"
+    path.write_text(SFT + "\n".join(lines) + "\n***** Evaluating perplexity, Epoch 3/3 *****\nppl: 1.5\n",
+                    encoding="utf-8")
+    columns = textlog.load(str(path))
+    monkeypatch.setattr(dschat, "in_step_range_text", lambda digits: False)
+    one_by_one = textlog.load(str(path))
+    assert list(columns.series) == list(one_by_one.series)
+    for key, series in columns.series.items():
+        other = one_by_one.series[key]
+        assert series.steps.tolist() == other.steps.tolist(), key
+        np.testing.assert_array_equal(series.values, other.values)
+        np.testing.assert_array_equal(series.superseded_steps, other.superseded_steps)
+        np.testing.assert_array_equal(series.superseded_values, other.superseded_values)
+        assert series.stepped_back == other.stepped_back
+    assert columns.notes == one_by_one.notes
+    sps = columns.series["samples_per_second"]
+    assert sps.superseded_values.size and np.isnan(sps.superseded_values).sum() == 1    # NaN NaN is one write
+    assert (last_step > 2 ** 53) == any("left out" in n for n in columns.notes)
 
 
 def test_timer_lines_alone_are_left_to_the_other_readers(tmp_path):

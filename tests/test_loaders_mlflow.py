@@ -95,6 +95,53 @@ def test_the_sqlite_store_reads_each_runs_metrics_with_one_query(monkeypatch):
     assert len(metric_queries) == len(runs) == 5
 
 
+def _points_in_sql_order(path: Path, run_id: str) -> dict[str, list[tuple]]:
+    """Each key's (step, value, timestamp) points in write order, as SQLite sorts them."""
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT key, step, value, timestamp FROM metrics WHERE run_uuid = ? "
+                          "ORDER BY key, timestamp, rowid", (run_id,)).fetchall()
+    out: dict[str, list[tuple]] = {}
+    for key, step, value, stamp in rows:
+        out.setdefault(key, []).append((step, value, stamp))
+    return out
+
+
+def _last_write_per_step(points: list[tuple]) -> list[tuple]:
+    last = {step: (value, stamp / 1000.0) for step, value, stamp in points}
+    return sorted((step, value, wall) for step, (value, wall) in last.items())
+
+
+@pytest.mark.parametrize("odd_row", [False, True], ids=["rowid-order", "hand-written-row"])
+def test_points_written_out_of_order_keep_each_keys_write_order(tmp_path, odd_row):
+    # the rows are read in table order and sorted by key, timestamp and write order in numpy; a key
+    # written at one timestamp twice keeps its later write; a store with a fractional timestamp (not written by
+    # MLflow) is sorted by SQLite
+    copy = tmp_path / "mlflow.db"
+    copy.write_bytes((STORES / "mlflow.db").read_bytes())
+    run_id = _sqlite.members(str(copy), mlflow_loader.Selector())[0][0]
+    rows = [("zeta", 5.0, 900, 3), ("alpha", 1.0, 2000, 1), ("alpha", 2.0, 1000, 1), ("alpha", 3.0, 1000, 2),
+            ("Beta", 4.0, 1000, 2), ("alpha", 7.0, 1000, 1), ("\u00e9t\u00e9", 6.0, 5, 0), ("zeta", 8.0, 900, 3)]
+    with sqlite3.connect(copy) as db:
+        db.execute("DELETE FROM metrics WHERE run_uuid = ?", (run_id,))
+        db.executemany("INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?, ?, ?, ?, ?, 0)",
+                       [(k, v, t, run_id, s) for k, v, t, s in rows])
+        if odd_row:
+            db.execute("INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
+                       "VALUES ('alpha', 9.0, 1500.5, ?, 4, 0)", (run_id,))
+    run = mlflow_loader.load_member(str(copy), run_id)
+    expected = _points_in_sql_order(copy, run_id)
+    assert sorted(run.series) == sorted(expected) == sorted(["zeta", "alpha", "Beta", "\u00e9t\u00e9"])
+    for key, points in expected.items():
+        series = run.series[key]
+        assert list(zip(series.steps.tolist(), series.values.tolist(), series.wall_time.tolist())) == \
+            _last_write_per_step(points)
+    # alpha's writes by timestamp: 2.0 then 3.0 then 7.0 at ts 1000 (rowid order), then 1.0 at ts 2000
+    assert run.series["alpha"].values[:2].tolist() == [1.0, 3.0]
+    assert run.series["zeta"].values.tolist() == [8.0]
+    if odd_row:
+        assert run.series["alpha"].values.tolist() == [1.0, 3.0, 9.0]
+
+
 def test_the_store_is_opened_read_only(tmp_path):
     copy = tmp_path / "mlflow.db"
     copy.write_bytes((STORES / "mlflow.db").read_bytes())

@@ -13,6 +13,7 @@ import pytest
 from stabdiag import assemble, loaders
 from stabdiag.engine import diagnose
 from stabdiag.loaders import text as textlog
+from stabdiag.loaders.text import nanogpt
 from stabdiag.signals import resolve
 
 HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy"
@@ -118,6 +119,67 @@ def test_llmc_console_val_loss_takes_the_step_printed_before_it(tmp_path):
     assert run.series["tokens_per_second"].values[-1] == 1745000
     assert run.series["val_loss"].steps.tolist() == [0, 2]
     assert "parameter" not in " ".join(run.series)          # the argument table is no record
+
+
+def _same_series(a, b):
+    assert list(a.series) == list(b.series)
+    for key, series in a.series.items():
+        assert series.steps.tolist() == b.series[key].steps.tolist(), key
+        np.testing.assert_array_equal(series.values, b.series[key].values)
+        np.testing.assert_array_equal(series.superseded_values, b.series[key].superseded_values)
+
+
+LLMC_ODD_ROWS = "".join(f"step {s:4d}/40 | train loss {v} | norm 1.5 | lr 3e-4 | 301.25 ms | 40.1% bf16 MFU | "
+                        f"17 tok/s\n" for s, v in ((5, "nan"), (6, "-"), (4, "9.5"), (7, "1e3"), (7, "2.5")))
+
+
+@pytest.mark.parametrize("by_shape,extra", [
+    (True, ""),
+    (True, "val loss 3.0\nstep    8/40 | train loss 1.0 | norm 1.5 | lr 3e-4 | 301.25 ms | 40.1% bf16 MFU | 9 tok/s"
+           " | more\n"),
+    (False, "step 9/9 | loss 1.0\n"),                                            # a `step` line that is no row
+    (False, "step    8/40 | train loss 1.0 | norm 1.5 | lr 3e-4 | 300.1 ms | 1745000 tok/s\n"),    # no MFU
+    (False, "step    8/40 | train loss 1.0 | norm 1.5 | lr 3e-4 | grad scale 2 | 300.1 ms\n"),  # a key more
+])
+def test_llmc_rows_read_by_their_shape_equal_rows_read_one_by_one(tmp_path, monkeypatch, by_shape, extra):
+    # rows of one shape are read by one regex whose groups are the columns; any other line starting
+    # with `step ` sends the file through the row-by-row reading: both give the same series
+    path = _write(tmp_path, "train.log", LLMC + LLMC_ODD_ROWS + extra)
+    text = textlog._pairs.lines_text(open(path, encoding="utf-8").read())
+    assert (nanogpt._llmc_by_shape(text) is not None) == by_shape
+    fast = textlog.load(path)
+    monkeypatch.setattr(nanogpt, "_llmc_by_shape", lambda text: None)
+    slow = textlog.load(path)
+    _same_series(fast, slow)
+    assert fast.meta == slow.meta and fast.notes == slow.notes
+    assert fast.series["train_loss"].steps.tolist()[:6] == [1, 2, 3, 4, 5, 7]      # "-" is no number
+    assert fast.series["train_loss"].superseded_values.tolist() == [1e3]          # step 7 written twice
+
+
+MODDED_MANY = MODDED + "".join(
+    f"step:{s}/90 train_loss:{3 + 1 / s:.4f} train_time:{70 * s}ms step_avg:70.{s % 10}0ms\n" if s % 7 else
+    f"step:{s}/90 train_time:{70 * s}ms step_avg:nanms\n" for s in range(5, 90)) + "step:12/90 train_loss:9.0 " \
+    "train_time:840ms step_avg:70.00ms\nstep:88/90 val_loss:3.5 train_time:9ms step_avg:1.00ms\n"
+
+
+@pytest.mark.parametrize("extra,by_shape", [("", True), ("step:3/4\n", False)])
+def test_modded_rows_read_by_their_shapes_equal_rows_read_one_by_one(tmp_path, monkeypatch, extra, by_shape):
+    # two shapes (with and without train_loss), a rewritten step and val lines; a `step:` line that is
+    # no row sends the file through the findall of every row, which must give the same series
+    path = _write(tmp_path, "record.txt", MODDED_MANY + extra)
+    fast = textlog.load(path)
+    calls = []
+    real = textlog._pairs.shaped_series
+    monkeypatch.setattr(nanogpt, "shaped_series", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    textlog.load(path)
+    training_rows = sum(1 for line in MODDED_MANY.split("\n") if line.startswith("step:") and " val_" not in line)
+    assert (calls[0] == training_rows) == by_shape         # the `step:` lines less the val lines: the rows
+    monkeypatch.setattr(nanogpt, "_first_and_last_train_rows", lambda text: None)
+    slow = textlog.load(path)
+    _same_series(fast, slow)
+    assert fast.meta == slow.meta and fast.notes == slow.notes
+    assert fast.series["train_loss"].superseded_values.tolist() == [3 + round(1 / 12, 4)]
+    assert 7 not in fast.series["train_loss"].steps and 7 in fast.series["train_time_ms"].steps
 
 
 def test_karpathy_nanogpt_eval_and_iter_lines(tmp_path):

@@ -86,6 +86,32 @@ def test_a_notebook_alone_is_read_from_its_stored_table_and_train_output(tmp_pat
     assert run.meta["global_step"] == 3 and run.meta["summary"]["train_runtime"] == 30.5
 
 
+@pytest.mark.parametrize("html,simple", [
+    (TABLE, True),
+    (TABLE.upper().replace("<TD>0.001200</TD>", "<td/>"), True),           # tag case, a self-closed cell
+    (TABLE.replace("<th>reward</th>", "<th>re<b>ward</b></th>").replace("0.250000", "0.25<br/>"), True),
+    (TABLE.replace("reward", "reward &amp; kl"), False),                     # an entity
+    (TABLE.replace("<tbody>", "<tbody><!-- rows -->"), False),               # a comment
+    (TABLE.replace("<td>0.500000</td>", "<td>0.5 < 1</td>"), False),        # a stray `<`
+    (TABLE.replace('class="dataframe"', "class=dataframe"), False),          # an unquoted attribute
+    (TABLE + "<script>var t = '<table><tr><td>Step</td><td>Training Loss</td></tr></table>';</script>", False),
+])
+def test_the_trainers_table_split_by_regex_reads_as_htmlparser_reads_it(tmp_path, monkeypatch, html, simple):
+    # plain HTML as the Trainer writes it is split by one regex and fed to the table builder; anything
+    # else goes through HTMLParser: both give the same table
+    assert notebook._feed_simple(notebook._Tables(), html) is simple
+    path = _write(tmp_path, "grpo.ipynb", _nb(_code(_html("<pre>no table</pre>"), _html(html))))
+    fast = notebook.load(path)
+    monkeypatch.setattr(notebook, "_feed_simple", lambda parser, html: False)
+    parsed = notebook.load(path)
+    assert list(fast.series) == list(parsed.series) and fast.notes == parsed.notes
+    for key, series in fast.series.items():
+        assert series.steps.tolist() == parsed.series[key].steps.tolist()
+        assert series.values.tolist() == parsed.series[key].values.tolist()
+    reward = next(key for key in fast.series if key != "loss")      # `REWARD`, `reward & kl`: as printed
+    assert fast.series[reward].steps.tolist()[:2] == [1, 2]
+
+
 def test_printed_trainer_dicts_are_read_when_there_is_no_table(tmp_path):
     printed = "".join(f"{{'loss': {2.0 - s / 10:.4f}, 'grad_norm': 1.5, 'learning_rate': 1e-05, "
                       f"'epoch': {s / 10:.2f}}}\n" for s in range(1, 6))

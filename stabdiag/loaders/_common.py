@@ -7,8 +7,21 @@ import math
 import os
 import re
 
+import numpy as np
+
 from ..errors import InputError
-from ..run import STEP_RANGE, Run, as_float, exact_step, run_name_for, series_from_long, shown_number
+from ..run import (
+    STEP_MAX,
+    STEP_MIN,
+    STEP_RANGE,
+    Run,
+    Series,
+    as_float,
+    exact_step,
+    run_name_for,
+    series_from_long,
+    shown_number,
+)
 
 SNIFF_BYTES = 65536
 # extensions that are documentation, code or another loader's business, never a console log
@@ -41,10 +54,14 @@ def head(path: str, size: int = SNIFF_BYTES, *, stray_nuls: bool = False) -> str
         if not os.path.isfile(path):
             return None
         with open(path, "rb") as fh:
-            raw = fh.read(size)
+            # read(size) allocates `size` bytes first: a 64 MB buffer for a notebook of 1 MB
+            known = os.fstat(fh.fileno()).st_size
+            raw = fh.read(min(size, known + 1))
+            if known < len(raw) < size:            # it grew while read (or reports no size): up to `size`
+                raw += fh.read(size - len(raw))
     except OSError:
         return None
-    nuls = raw.count(b"\x00")
+    nuls = raw.count(b"\x00") if b"\x00" in raw else 0
     if nuls and not (stray_nuls and nuls <= 1 + len(raw) // 4096):
         return None
     return raw.decode("utf-8", errors="replace")
@@ -70,6 +87,32 @@ def number(token: str) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def column_of_points(key: str, steps: list[int], values, *, skip_repeats: bool = False) -> Series | None:
+    """One key's points (int steps in the step range, and as many floats, in write order) as the
+    Series that Points.add of each of them gives, without a Python step per point; None for no points.
+    With `skip_repeats` a point is dropped when it repeats the value last written for its step (NaN
+    repeats NaN), as in Points(skip_repeats=True)."""
+    if not steps:
+        return None
+    steps_arr = np.fromiter(steps, np.int64, len(steps))
+    values_arr = np.fromiter(values, np.float64, len(steps))
+    if skip_repeats and len(steps_arr) > 1:
+        # a dropped point equals the last kept one at its step, so comparing each point with the one
+        # written before it at the same step is comparing it with the last kept one
+        order = np.argsort(steps_arr, kind="stable")
+        s, v = steps_arr[order], values_arr[order]
+        repeat = (s[1:] == s[:-1]) & ((v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1])))
+        drop = np.zeros(len(s), bool)
+        drop[order[1:][repeat]] = True
+        steps_arr, values_arr = steps_arr[~drop], values_arr[~drop]
+    return Series.from_points(key, steps_arr, values_arr)
+
+
+def in_step_range_text(digits: str) -> bool:
+    """Decimal digits (as a reader's regex gives them) that are a step in the step range."""
+    return len(digits) < 16 or STEP_MIN <= int(digits) <= STEP_MAX
 
 
 class Points:
@@ -125,13 +168,16 @@ class Points:
         return notes
 
     def to_run(self, path: str, *, framework: str | None, fmt: str, notes: list[str],
-               meta: dict | None = None) -> Run:
-        """The Run of the points; `meta` adds what the reader knows beyond the format (the step axis)."""
-        if not self.keys:
+               meta: dict | None = None, series: dict[str, Series] | None = None) -> Run:
+        """The Run of the points; `meta` adds what the reader knows beyond the format (the step axis),
+        `series` the keys a reader built whole (none of them among the points)."""
+        if not self.keys and not series:
             why = f"; {self.problem_notes(path)[0].split(': ', 1)[1]}" if self.bad_steps else ""
             raise InputError(path, f"no metric lines found (read as {fmt}){why}")
         meta = {"format": fmt, **(meta or {})}
         if framework:
             meta["framework"] = framework
-        return Run(run_name_for(path), series_from_long(self.keys, self.steps, self.values),
-                   (path,), meta, tuple(notes) + tuple(self.problem_notes(path)))
+        built = series_from_long(self.keys, self.steps, self.values)
+        if series:
+            built = dict(sorted({**built, **series}.items()))
+        return Run(run_name_for(path), built, (path,), meta, tuple(notes) + tuple(self.problem_notes(path)))

@@ -18,8 +18,10 @@ import json
 import os
 import re
 
+import numpy as np
+
 from ..errors import InputError
-from ..run import Run
+from ..run import Run, Series, in_step_range
 from . import _common
 from ._common import Points
 
@@ -28,6 +30,7 @@ _FIELDS = ('"start_step"', '"values"')
 _LOSS_KEY = "lm loss"
 _TRAIN_ITERS = re.compile(r"^\s*--train-iters:\s*(\d{1,18})\s*$", re.MULTILINE)
 _MAX_CONFIG_BYTES = 1 << 20
+_NUMBER_TYPES = frozenset((float, int))
 
 
 def can_load(path: str) -> bool:
@@ -47,6 +50,7 @@ def load(path: str, **options) -> Run:
     if not isinstance(data, dict):
         raise InputError(path, "not Megatron golden values: the top level is not an object of metrics")
     points = Points()
+    whole: dict[str, Series] = {}
     skipped: list[str] = []
     for key, entry in data.items():
         values = entry.get("values") if isinstance(entry, dict) else None
@@ -54,6 +58,10 @@ def load(path: str, **options) -> Run:
             values = _listed_steps(entry, values)
         if not isinstance(values, dict):
             skipped.append(key)
+            continue
+        series = _whole_series(key, values)
+        if series is not None:
+            whole[key] = series
             continue
         for step, raw in values.items():
             value = _common.number(raw) if isinstance(raw, str) else raw
@@ -73,7 +81,24 @@ def load(path: str, **options) -> Run:
         iters = config.get("train-iters")
         if isinstance(iters, int) and not isinstance(iters, bool):
             meta["planned_steps"] = iters
-    return points.to_run(path, framework="Megatron-LM", fmt=FORMAT, notes=notes, meta=meta)
+    return points.to_run(path, framework="Megatron-LM", fmt=FORMAT, notes=notes, meta=meta, series=whole)
+
+
+def _whole_series(key: str, values: dict) -> Series | None:
+    """One metric's {step: value} object as a Series, converted column by column, when every step is
+    an integer in the step range (int() of the text, as exact_step reads it) and every value a JSON
+    number that fits float64; None for anything else (an empty object, a "nan" string, a step that
+    is no integer, a 400-digit value), which is read point by point for its notes."""
+    if not values or not _NUMBER_TYPES.issuperset(map(type, values.values())):   # bool is not int here
+        return None
+    try:
+        steps = np.fromiter(map(int, values), np.int64, len(values))
+        numbers = np.fromiter(map(float, values.values()), np.float64, len(values))
+    except (ValueError, OverflowError):
+        return None
+    if not in_step_range(steps).all():
+        return None
+    return Series.from_points(key, steps, numbers)
 
 
 def _listed_steps(entry: dict, values: list) -> dict | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from itertools import chain
 
 import numpy as np
 
@@ -31,45 +32,62 @@ def lines_text(text: str) -> str:
 def series_by_shape(text: str, rows: list[tuple[str, str]], head: str, sep: str | None, *,
                     keep_unit: bool = False) -> dict[str, Series]:
     """`series_of_rows(rows, sep, keep_unit=...)`, computed without a Python loop over the pairs when the
-    rows share a few shapes (the same keys in the same order, as a logger prints them): each shape
-    becomes one regex, `head` (the row pattern up to its body, with the step as its one group) then
-    the shape's `key:value` pairs, and `findall`
-    over `text` (which must end with a newline, see lines_text) gives its values column by column.
-    When the shapes do not account for every row exactly once, the pairs are read one by one."""
-    shapes = _shapes(rows, sep)
-    if shapes is not None:
-        joint = r"[ \t]+" if sep is None else r"[ \t]*" + re.escape(sep.strip()) + r"[ \t]*"
-        columns: dict[str, list[tuple[np.ndarray, tuple[str, ...]]]] = {}
-        matched = 0
-        for shape in shapes:
-            # greedy values: a lazy group would be tried one character at a time
-            pattern = re.compile(head + joint.join(re.escape(k) + r":(\S*)" for k in shape) + r"[ \t]*(?=\n)")
-            found = pattern.findall(text)
-            if not found:
-                continue
-            matched += len(found)
-            cols = list(zip(*found))
-            steps = np.fromiter(map(int, cols[0]), np.int64, len(found))
-            for key, raws in zip(shape, cols[1:]):
-                columns.setdefault(key, []).append((steps, raws))
-        if matched == len(rows):
-            out = {}
-            for key, parts in columns.items():
-                steps = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
-                if len(parts) > 1 and not np.all(steps[1:] > steps[:-1]) and len(np.unique(steps)) != len(steps):
-                    break                  # one key in two shapes at one step: write order decides, read in order
-                raws = [r for p in parts for r in p[1]] if len(parts) > 1 else parts[0][1]
-                out.update(_series(key, steps, raws, keep_unit))
-            else:
-                return dict(sorted(out.items()))
-    return series_of_rows(rows, sep, keep_unit=keep_unit)
+    rows share a few shapes (see shaped_series); else the pairs are read one by one."""
+    found = shaped_series(text, rows[:32] + rows[-32:], len(rows), head, sep, keep_unit=keep_unit)
+    return found if found is not None else series_of_rows(rows, sep, keep_unit=keep_unit)
 
 
-def _shapes(rows: list[tuple[str, str]], sep: str | None) -> list[tuple[str, ...]] | None:
-    """The key sequences of the first and last rows, most frequent first; None when a part there is no
+def shaped_series(text: str, sample: list[tuple[str, str]], total: int, head: str, sep: str | None, *,
+                  keep_unit: bool = False) -> dict[str, Series] | None:
+    """The series of `total` rows (their first and last 32 are `sample`) when their few shapes (the same
+    keys in the same order, as a logger prints them) account for every one of them exactly once: each
+    shape becomes one regex, `head` (the row pattern up to its body, with the step as its one group)
+    then the shape's `key:value` pairs, and `findall` over `text` (which must end with a newline, see
+    lines_text) gives its values column by column.  None when they do not (then the rows are read
+    one by one, series_of_rows), or when one key of two shapes is written twice at a step."""
+    shapes = _shapes(sample, sep)
+    if shapes is None:
+        return None
+    joint = r"[ \t]+" if sep is None else r"[ \t]*" + re.escape(sep.strip()) + r"[ \t]*"
+    columns: dict[str, list[tuple[np.ndarray, tuple[str, ...]]]] = {}
+    matched = 0
+    for shape in shapes:
+        # greedy values: a lazy group would be tried one character at a time
+        pattern = re.compile(head + joint.join(re.escape(k) + r":(\S*)" for k in shape) + r"[ \t]*(?=\n)")
+        found = pattern.findall(text)
+        if not found:
+            continue
+        matched += len(found)
+        cols = list(zip(*found))
+        steps = np.fromiter(map(int, cols[0]), np.int64, len(found))
+        for key, raws in zip(shape, cols[1:]):
+            columns.setdefault(key, []).append((steps, raws))
+    if matched != total:
+        return None
+    out = {}
+    joined: dict[tuple[int, ...], np.ndarray | None] = {}   # keys of the same shapes share their steps
+    for key, parts in columns.items():
+        if len(parts) == 1:
+            steps, raws = parts[0]
+        else:
+            shared = tuple(id(p[0]) for p in parts)
+            if shared not in joined:
+                steps = np.concatenate([p[0] for p in parts])
+                unique = np.all(steps[1:] > steps[:-1]) or len(np.unique(steps)) == len(steps)
+                joined[shared] = steps if unique else None
+            steps = joined[shared]
+            if steps is None:
+                return None              # one key in two shapes at one step: write order decides, read in order
+            raws = tuple(chain.from_iterable(p[1] for p in parts))
+        out.update(column_series(key, steps, raws, keep_unit))
+    return dict(sorted(out.items()))
+
+
+def _shapes(sample: list[tuple[str, str]], sep: str | None) -> list[tuple[str, ...]] | None:
+    """The key sequences of the sample rows, most frequent first; None when a part there is no
     `key:value` or they are too many to be a logger's few record kinds."""
     counts: dict[tuple[str, ...], int] = {}
-    for _, body in rows[:32] + rows[-32:]:
+    for _, body in sample:
         parts = [p.partition(":") for p in body.split(sep)]
         if not all(found and key and not key[0].isspace() for key, found, _ in parts):
             return None
@@ -80,7 +98,9 @@ def _shapes(rows: list[tuple[str, str]], sep: str | None) -> list[tuple[str, ...
     return sorted(counts, key=counts.get, reverse=True)
 
 
-def _series(key: str, steps, raws, keep_unit: bool) -> dict[str, Series]:
+def column_series(key: str, steps, raws, keep_unit: bool) -> dict[str, Series]:
+    """{name: Series} of one key's raw values at their steps (int text or int64); {} when none is a
+    number.  The name is the key, stripped, with the unit joined under `keep_unit` (see _column)."""
     name, values, keep = _column(key.strip(), raws, keep_unit)
     if keep is not None:
         steps = [s for s, k in zip(steps, keep) if k]
@@ -113,7 +133,7 @@ def series_of_rows(rows: list[tuple[str, str]], sep: str | None, *, kv: str = ":
             column[1].append(raw)
     out: dict[str, Series] = {}
     for key, (steps, raws) in columns.items():
-        out.update(_series(key, steps, raws, keep_unit))
+        out.update(column_series(key, steps, raws, keep_unit))
     return dict(sorted(out.items()))
 
 

@@ -26,9 +26,11 @@ import os
 import re
 from collections import defaultdict
 
+import numpy as np
+
 from ...run import Run
 from .. import _common
-from .._common import Points
+from .._common import Points, column_of_points, in_step_range_text
 
 FORMAT = "DeepSpeed-Chat SFT/reward/DPO console"
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|(?i:nan|inf))"
@@ -50,6 +52,9 @@ _EVAL_NAMES = {"ppl": "eval_ppl", "loss": "eval_loss", "acc": "eval_accuracy",
                "chosen": "eval_chosen_reward", "rejected": "eval_rejected_reward"}
 _OVERFLOW = re.compile(r"OVERFLOW!|Overflow detected")
 _MICRO = re.compile(r"micro_step=(\d{1,18})/global_step=([1-9]\d{0,17})\b")
+_PPL_WITH_LOSS = re.compile(r"\nppl: [^\n]*loss")     # `^ppl: ...loss` (MULTILINE) with a literal first
+_TIMER_KEYS = ("samples_per_second", "mem_allocated_gb", "max_mem_allocated_gb")
+_COLUMN_KEYS = _TIMER_KEYS + ("lr",)         # no other line writes them
 
 
 def sniff(text: str) -> bool:
@@ -61,19 +66,32 @@ def read(path: str, text: str) -> Run:
     step, pending, evals, records = 0, None, 0, 0
     per_epoch, ratio = None, _ratio(text)
     losses: dict[int, list[float]] = defaultdict(list)
+    events = _EVENTS.findall("\n" + text + "\n")
+    # the timer and lr lines (most of the points) are gathered per key and converted at the end, when
+    # every step they print is in the step range (else each goes through Points, which notes the others)
+    columns: dict[str, tuple[list[int], list[str]]] | None = {key: ([], []) for key in _COLUMN_KEYS}
+    if not all(in_step_range_text(e[2] or e[6]) for e in events if e[2] or e[6]):
+        columns = None
     for (kind, _epoch, g_step, curr, mem, max_mem, l_step, _skipped, lr, epoch_loss,
-         p_epoch, p_step, p_loss, micro_batches, result) in _EVENTS.findall("\n" + text + "\n"):
+         p_epoch, p_step, p_loss, micro_batches, result) in events:
         if kind:
             pending = kind
         elif g_step:
             step = int(g_step)
-            for key, raw in (("samples_per_second", curr), ("mem_allocated_gb", mem),
-                             ("max_mem_allocated_gb", max_mem)):
-                points.add(step, key, _common.number(raw))
+            for key, raw in zip(_TIMER_KEYS, (curr, mem, max_mem)):
+                if columns is None:
+                    points.add(step, key, _common.number(raw))
+                else:
+                    columns[key][0].append(step)
+                    columns[key][1].append(raw)
             records += 1
         elif l_step:
             step = max(step, int(l_step))
-            points.add(int(l_step), "lr", _common.number(lr))
+            if columns is None:
+                points.add(int(l_step), "lr", _common.number(lr))
+            else:
+                columns["lr"][0].append(int(l_step))
+                columns["lr"][1].append(lr)
             records += 1
         elif epoch_loss:
             points.add(step, "train_loss", _common.number(epoch_loss))
@@ -101,7 +119,7 @@ def read(path: str, text: str) -> Run:
              "is placed at the last global step before it"]
     if any(len(v) > 1 for v in losses.values()):
         notes.append(f"{name}: the printed micro-batch losses are averaged per optimizer step")
-    if "eval_ppl" in points.keys and not re.search(r"^ppl: [^\n]*loss", text, re.MULTILINE):
+    if "eval_ppl" in points.keys and not _PPL_WITH_LOSS.search("\n" + text):
         notes.append(f"{name}: eval_loss = ln(ppl): the log prints only the perplexity")
     overflows = len(_OVERFLOW.findall(text))
     if overflows:
@@ -111,7 +129,15 @@ def read(path: str, text: str) -> Run:
     total = HEADER.search(text)
     if total:
         meta["planned_epochs"] = int(total.group(3))
-    return points.to_run(path, framework="DeepSpeed-Chat", fmt=FORMAT, notes=notes, meta=meta)
+    whole = {}
+    for key, (steps, raws) in (columns or {}).items():
+        # _NUM's text is what float() reads; every NaN is the one _common.number gives (not float's -nan)
+        numbers = np.fromiter(map(float, raws), np.float64, len(raws))
+        numbers[np.isnan(numbers)] = np.nan
+        series = column_of_points(key, steps, numbers, skip_repeats=True)
+        if series is not None:
+            whole[key] = series
+    return points.to_run(path, framework="DeepSpeed-Chat", fmt=FORMAT, notes=notes, meta=meta, series=whole)
 
 
 def _ratio(text: str) -> int:

@@ -25,15 +25,21 @@ from html.parser import HTMLParser
 
 from ..._textio import unfinished_line_note, without_unfinished_line
 from ...errors import InputError
-from ...run import Run, merge_runs, run_name_for
+from ...run import Run, exact_step, merge_runs, run_name_for
 from .. import _common
-from .._common import Points
+from .._common import Points, column_of_points
 from . import is_console, read_console
 
 _MAX_BYTES = 64 * 1024 * 1024
 _HTML_STEP = re.compile(r"<th[^>]*>\s*(?:Step|Epoch)\s*</th>\s*<th[^>]*>\s*Training Loss", re.IGNORECASE)
 _PIPE_HEADER = re.compile(r"^\s*\|\s*(?:Step|Epoch)\s*\|\s*Training Loss", re.IGNORECASE | re.MULTILINE)
 _RENAME = {"training loss": "loss", "validation loss": "eval_loss"}
+_TABLE_OPEN = re.compile(r"<table", re.IGNORECASE)
+_SIMPLE_TAG = re.compile(r"<(?:([a-zA-Z][a-zA-Z0-9]*)(?:\s+[a-zA-Z][-a-zA-Z0-9_:]*\s*=\s*(?:'[^'<>]*'|\"[^\"<>]*\"))*"
+                         r"\s*(/?)|/([a-zA-Z][a-zA-Z0-9]*)\s*)>")
+# tags with no special content model in any Python's HTMLParser (not script, style, textarea, title...)
+_SIMPLE_TAGS = frozenset("table thead tbody tfoot tr th td div span p br b i em strong small progress pre code "
+                         "caption".split())
 _TRAIN_OUTPUT = re.compile(r"TrainOutput\(global_step=(\d{1,18}), training_loss=[^,]*, metrics=(\{[^{}]*\})\)")
 _STEP_COLUMNS = ("step", "epoch")   # eval_strategy="epoch" tables count epochs: the epoch is the step
 FORMAT = "HF notebook progress table"
@@ -81,9 +87,40 @@ def _is_header(cells: list[str]) -> bool:
 
 
 def _html_tables(html: str) -> list[list[list[str]]]:
+    if _TABLE_OPEN.search(html) is None:
+        return []                        # no <table> start tag (HTMLParser reads a tag's name after `<`)
     parser = _Tables()
-    parser.feed(html)
+    if not _feed_simple(parser, html):
+        parser.feed(html)
     return [t for t in parser.tables if t and _is_header(t[0])]
+
+
+def _feed_simple(parser: _Tables, html: str) -> bool:
+    """Give `parser` the start tags, end tags and text HTMLParser would report for HTML as the Trainer
+    writes its table (known tags, quoted attributes, no entity, comment or `<` in text), split by one
+    regex instead of the parser's Python step per tag; False (nothing given) for any other HTML."""
+    if "&" in html:
+        return False
+    pieces = _SIMPLE_TAG.split(html)         # text, then (start name, "/" or "", end name), text, ...
+    tags = (len(pieces) - 1) // 4
+    if html.count("<") != tags:              # a `<` that starts no such tag: a comment, a stray `<`
+        return False
+    names = [name.lower() for name in pieces[1::4] + pieces[3::4] if name]
+    if not _SIMPLE_TAGS.issuperset(names):
+        return False
+    for i in range(0, 4 * tags, 4):
+        if pieces[i]:
+            parser.handle_data(pieces[i])
+        start, closed, end = pieces[i + 1], pieces[i + 2], pieces[i + 3]
+        if start:
+            parser.handle_starttag(start.lower(), [])
+            if closed:                   # <td/>: HTMLParser's handle_startendtag is a start and an end
+                parser.handle_endtag(start.lower())
+        else:
+            parser.handle_endtag(end.lower())
+    if pieces[-1]:
+        parser.handle_data(pieces[-1])
+    return True
 
 
 def _pipe_tables(text: str) -> list[list[list[str]]]:
@@ -129,7 +166,10 @@ def _ipynb_outputs(path: str, raw: str) -> tuple[list[str], str]:
 def _joined(value) -> str:
     """A notebook text field: a string, or a list of strings as Jupyter stores them."""
     if isinstance(value, list):
-        return "".join(part for part in value if isinstance(part, str))
+        try:
+            return "".join(value)
+        except TypeError:                # a hand-edited notebook: only its strings
+            return "".join(part for part in value if isinstance(part, str))
     return value if isinstance(value, str) else ""
 
 
@@ -216,6 +256,14 @@ def _table_run(path: str, tables: list[list[list[str]]], cut: list[str]) -> Run 
                    "trainer, e.g. an SFT warm-up) not read; the last table's training is the run")
         tables = kept
     points, rows, blank = Points(), 0, 0
+    # each key's points gathered and converted at the end, unless a step is no integer in the step range
+    # (Points notes it): a Points.add per cell was most of the read
+    columns: dict[str, tuple[list[int], list[float]]] | None = {}
+    for table in tables:
+        for cells in table[1:]:
+            step = _common.number(cells[0]) if cells else None
+            if step is not None and exact_step(step) is None:
+                columns = None
     for table in tables:
         header = [_column(c) for c in table[0]]
         for cells in table[1:]:
@@ -223,12 +271,18 @@ def _table_run(path: str, tables: list[list[list[str]]], cut: list[str]) -> Run 
             if step is None:
                 continue
             rows += 1
+            at = exact_step(step) if columns is not None else None
             for key, cell in zip(header[1:], cells[1:]):
                 value = _common.number(cell)
                 if value is None:
                     blank += cell.strip() != ""   # "No log" cells are absent, not NaN
                     continue
-                points.add(step, key, value)
+                if columns is None:
+                    points.add(step, key, value)
+                else:
+                    column = columns.get(key) or columns.setdefault(key, ([], []))
+                    column[0].append(at)
+                    column[1].append(value)
     if not rows:
         return None
     notes = [f"{os.path.basename(path)}: read {rows} row(s) of {len(tables)} progress table(s)"] + \
@@ -238,7 +292,8 @@ def _table_run(path: str, tables: list[list[list[str]]], cut: list[str]) -> Run 
     if blank:
         notes.append(f"{os.path.basename(path)}: {blank} cell(s) without a number ('No log') left out")
     notes += cut
-    return points.to_run(path, framework=None, fmt=FORMAT, notes=notes)
+    whole = {key: column_of_points(key, steps, values) for key, (steps, values) in (columns or {}).items()}
+    return points.to_run(path, framework=None, fmt=FORMAT, notes=notes, series=whole)
 
 
 def _train_output(printed: str) -> tuple[int, dict[str, float]] | None:

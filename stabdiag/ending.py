@@ -26,6 +26,7 @@ noise (Ray's "A worker died" as the cluster stops), not a death.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 
@@ -78,21 +79,45 @@ class Ending:
 def ending_of_console(text: str, source: str) -> Ending | None:
     """The ending a console log's tail shows, or None when it shows none.  A traceback that metric
     records follow was survived (a caught error, a retried step), so it is not the ending."""
-    lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()[-_TAIL_LINES:]]
-    tail = lines
+    lines = [_ANSI.sub("", line).rstrip() for line in _last_lines(text, _TAIL_LINES)]
     # what comes after the last metric record: anything before it, the run went past
-    last_record = max((i for i, line in enumerate(tail) if _METRIC_RECORD.search(line)), default=-1)
-    tail = tail[last_record + 1:]
+    tail = lines[_last_index(lines, _METRIC_RECORD, -1) + 1:]
     death = _death(tail, source)
-    summary = max((i for i, line in enumerate(tail) if _FINISHED.search(line)), default=None)
+    summary = _last_index(tail, _FINISHED)
     if death is not None and summary is not None and summary < death[0]:
         return Ending("finished", f"the trainer printed its final summary; then {death[1].message} (shutdown "
                                   "noise after the training completed, not a death)", source)
     if death is not None:
         return death[1]
-    if summary is not None or any(_FINISHED.search(line) for line in lines):   # the summary is itself a record
+    if summary is not None or _last_index(lines, _FINISHED) is not None:   # the summary is itself a record
         return Ending("finished", "the trainer printed its final summary", source)
     return None
+
+
+def _last_index(lines: list[str], pattern: re.Pattern, default: int | None = None) -> int | None:
+    """The index of the last line `pattern` matches, or `default`.  One search over the joined lines first
+    (the same pattern, ^ and $ at line ends): most tails hold no such line, and 400 searches per pattern
+    cost more than reading the log."""
+    if not lines or _by_lines(pattern).search("\n".join(lines)) is None:
+        return default
+    return next((i for i in range(len(lines) - 1, -1, -1) if pattern.search(lines[i])), default)
+
+
+@functools.lru_cache(maxsize=None)
+def _by_lines(pattern: re.Pattern) -> re.Pattern:
+    return re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
+
+
+def _last_lines(text: str, count: int) -> list[str]:
+    """text.splitlines()[-count:], splitting only a tail of the text that holds more than `count` lines
+    (its cut first line is dropped): a long console is not split whole to read its last lines."""
+    size = 64 << 10
+    while size < len(text):
+        lines = text[-size:].splitlines()
+        if len(lines) > count:
+            return lines[-count:]
+        size *= 4
+    return text.splitlines()[-count:]
 
 
 def _death(tail: list[str], source: str) -> tuple[int, Ending] | None:
@@ -105,7 +130,7 @@ def _death(tail: list[str], source: str) -> tuple[int, Ending] | None:
                    else "a Python traceback with no error line")
         return trace, Ending(_classify(message, tail[trace:]), message, source)
     for kind, pattern in _CAUSES:
-        hit = next((i for i in range(len(tail) - 1, -1, -1) if pattern.search(tail[i])), None)
+        hit = _last_index(tail, pattern)
         if hit is not None:
             return hit, Ending(kind, tail[hit].strip()[:200], source)
     return None
@@ -114,8 +139,8 @@ def _death(tail: list[str], source: str) -> tuple[int, Ending] | None:
 def died_before_first_step(text: str) -> str | None:
     """For a console log no reader took (no metric line at all): the death it shows, as the reason it
     holds no metrics ("died before its first logged step: RuntimeError: ..."), or None."""
-    lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()[-_TAIL_LINES:]]
-    if any(_METRIC_RECORD.search(line) for line in lines):
+    lines = [_ANSI.sub("", line).rstrip() for line in _last_lines(text, _TAIL_LINES)]
+    if _last_index(lines, _METRIC_RECORD) is not None:
         return None
     found = _death(lines, "")
     if found is None:
@@ -199,15 +224,18 @@ def planned_of_console(text: str) -> Planned | None:
     if len(text) > 2 * _PLAN_BYTES:
         text = text[:_PLAN_BYTES] + "\n" + text[-_PLAN_BYTES:]
     totals: dict[int, int] = {}
+    per_epoch = _EPOCH_COUNTER.search(text) is not None      # else no counter's line needs the check
     for match in _COUNTER.finditer(text):
+        total = int(match.group(2))
+        if total > 1:
+            totals[total] = totals.get(total, 0) + 1
+        if not per_epoch:
+            continue
         low, high = max(0, match.start() - 300), min(len(text), match.end() + 300)
         line_start = max(text.rfind("\n", low, match.start()), low - 1) + 1
         line_end = text.find("\n", match.end(), high)
         if _EPOCH_COUNTER.search(text[line_start:line_end if line_end >= 0 else high]):
             return None                     # a per-epoch counter: its total is not the run's
-        total = int(match.group(2))
-        if total > 1:
-            totals[total] = totals.get(total, 0) + 1
     if totals:
         total = max(totals, key=totals.__getitem__)
         return Planned(total, "the step counter's total")

@@ -2,8 +2,13 @@
 runs most, against `python -c pass` measured in the same run.
 
     python -c pass                           the interpreter alone: the baseline
+    import numpy, typer, rich                the dependencies every check needs (arrays, the CLI, the
+                                             terminal report): the floor no stabdiag change can lower
     stabdiag --version                       target <= 0.15 s CPU
     stabdiag check small.csv                 a 200-step x 10-column CSV; target <= 0.35 s CPU
+
+The last column gives each command's CPU over the dependency floor's, and stabdiag's own share of the
+check (its CPU minus the floor's).
 
 CPU is user+sys of the child (getrusage of waited-for children), the median of --repeats fresh processes,
 run in turn so that a busy machine slows each alike.  The commands run as `python -m stabdiag` with the
@@ -29,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 TARGETS = {"stabdiag --version": 0.15, "stabdiag check small.csv": 0.35}
+FLOOR = "import numpy, typer, rich"
 
 
 def write_small_csv(path: Path) -> None:
@@ -55,6 +61,7 @@ def main() -> None:
         write_small_csv(small)
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
+            FLOOR: [sys.executable, "-c", "import numpy, typer, rich.console, rich.table"],
             "stabdiag --version": [sys.executable, "-m", "stabdiag", "--version"],
             "stabdiag check small.csv": [sys.executable, "-m", "stabdiag", "check", str(small)],
         }
@@ -70,8 +77,9 @@ def main() -> None:
                 if done.returncode not in (0, 1, 3):
                     sys.exit(f"{name} failed ({done.returncode}): {done.stderr.decode(errors='replace')[-500:]}")
     base = statistics.median(times["python -c pass"])
+    floor = statistics.median(times[FLOOR])
     print(f"CPU seconds, median of {opts.repeats} fresh processes (user+sys)")
-    print(f"{'command':<26} {'CPU s':>7} {'x pass':>8} {'target':>8}  result")
+    print(f"{'command':<26} {'CPU s':>7} {'x pass':>8} {'target':>8}  {'result':<7} x floor")
     missed = False
     for name, samples in times.items():
         cpu = statistics.median(samples)
@@ -79,7 +87,9 @@ def main() -> None:
         verdict = "" if target is None else ("ok" if cpu <= target else "MISSED")
         missed |= verdict == "MISSED"
         shown = f"{target:.2f}" if target is not None else "-"
-        print(f"{name:<26} {cpu:7.3f} {cpu / base:7.1f}x {shown:>8}  {verdict}")
+        print(f"{name:<26} {cpu:7.3f} {cpu / base:7.1f}x {shown:>8}  {verdict:<7} {cpu / floor:.2f}x")
+    check = statistics.median(times["stabdiag check small.csv"])
+    print(f"stabdiag's own share of the check: {check - floor:.3f} s CPU (the check minus the dependency floor)")
     sys.exit(1 if missed else 0)
 
 

@@ -106,6 +106,98 @@ def test_signals_escapes_names_and_never_reads_them_as_markup(tmp_path, monkeypa
     assert "[bold]run[blink]" in result.stdout and "[red]loss\\x1b[2J:thumbs_up:" in result.stdout
 
 
+BASELINE_NAME = "run\n::error::forged\x1b[31m\x1b]8;;http:x\x07`|tick"
+FORGED_VALUE = "on\n::warning::x\x1b[2J`|<img src=x>"
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "github", "junit", "json"])
+def test_the_baseline_comparison_shows_no_hostile_name_or_config_value_raw(tmp_path, monkeypatch, fmt):
+    jsonl_run(tmp_path / ("before" + BASELINE_NAME))                 # layer 3 fails at step 100
+    after = jsonl_run(tmp_path / ("after" + BASELINE_NAME), steps=90)  # no NaN: the fix worked
+    (after / "config.json").write_text(json.dumps({"router_replay": {"mode": FORGED_VALUE}}))
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", after.name, "--baseline", "before" + BASELINE_NAME, "-f", fmt])
+    assert result.exit_code == 0, result.output
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        assert raw_in(text, fmt, stream) is None, (stream, text)
+    shown = _escape.visible(BASELINE_NAME)
+    if fmt == "terminal":
+        assert f"Baseline before{shown} -> after{shown}: fail -> pass" in result.stdout
+        assert f"config: routing-replay mode={_escape.visible(FORGED_VALUE)} (layer 4) switched on" in result.stdout
+    if fmt == "markdown":
+        assert f"### Baseline {_escape.markdown_code('before' + BASELINE_NAME)} -> " in result.stdout
+        assert "``before" in result.stdout and "<img" not in result.stdout
+    if fmt == "github":
+        notice = [line for line in result.stdout.splitlines() if "title=stabdiag baseline" in line]
+        assert len(notice) == 1 and "::the fix acted on the root layer 3" in notice[0], result.stdout
+    if fmt == "junit":
+        ET.fromstring(result.stdout)
+        assert "baseline: the fix acted on the root layer 3" in result.stderr
+    if fmt == "json":                       # JSON escapes itself: names stay exact for programs
+        (comparison,) = json.loads(result.stdout)["comparisons"]
+        assert comparison["baseline"] == "before" + BASELINE_NAME and comparison["run"] == after.name
+
+
+def test_the_comparison_block_of_the_api_is_escaped_too(tmp_path):
+    from stabdiag import assemble
+    from stabdiag.baseline import compare
+    from stabdiag.engine import diagnose
+
+    before, after = (diagnose(assemble.load(str(jsonl_run(tmp_path / (side + BASELINE_NAME), steps=n)))[0])
+                     for side, n in (("before", 120), ("after", 90)))
+    c = compare(before, after)
+    assert CONTROL.search(c.text()) is None and CONTROL.search(c.markdown()) is None
+    assert c.text().startswith(f"Baseline before{_escape.visible(BASELINE_NAME)} -> ")
+
+
+def probe_rollouts(path: Path, record_id: str) -> Path:
+    """Six rollout records with trainer logprobs beside them (no model needed), one of them drifting."""
+    from stabdiag.probe.adapters import write_jsonl
+
+    records = []
+    for i in range(6):
+        shift = 0.4 if i == 0 else 0.0
+        records.append({"id": record_id + str(i), "step": i, "prompt_token_ids": [1, 5, 6],
+                        "response_token_ids": [7, 8, 2], "response_logprobs": [-0.5 - shift, -1.0, -2.0],
+                        "train_logprobs": [-0.5, -1.0, -2.0], "meta": {"logprobs_mode": "raw"}})
+    write_jsonl(records, path)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_probe_output_shows_no_hostile_record_or_file_name_raw(tmp_path, monkeypatch, fmt):
+    monkeypatch.chdir(tmp_path)
+    rollouts = probe_rollouts(tmp_path / "roll.jsonl", BASELINE_NAME)
+    result = runner.invoke(app, ["probe", str(rollouts), "--format", fmt, "--fail-on", "never"])
+    assert result.exit_code == 0, result.output
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        assert raw_in(text, fmt, stream) is None, (stream, text)
+    if fmt == "text":                       # the worst tokens name their record, visibly escaped
+        assert _escape.visible(BASELINE_NAME + "0")[:24] in result.stdout
+    else:
+        doc = json.loads(result.stdout)
+        assert doc["worst_tokens"][0]["record_id"] == BASELINE_NAME + "0"
+    bad = tmp_path / ("bad" + BASELINE_NAME + ".jsonl")
+    bad.write_text("{not json\n")
+    failed = runner.invoke(app, ["probe", bad.name, "--format", fmt])
+    assert failed.exit_code == 2 and raw_in(failed.stderr, fmt, "stderr") is None, failed.stderr
+    (line,) = failed.stderr.strip().splitlines()
+    assert line.startswith(f"error: bad{_escape.visible(BASELINE_NAME)}.jsonl"), line
+
+
+def test_probe_text_report_escapes_every_text_it_quotes():
+    from stabdiag.probe.report import render_text
+
+    doc = {"inputs": {"n_records": 1, "model": "m\x1b]0;t\x07", "primary": "bf16", "reference": None},
+           "counts": {}, "metrics": {}, "thresholds": {}, "aliases": {}, "buckets": {"by_prob": []},
+           "per_dtype": {"bf16": {}}, "worst_tokens": [], "hints": [{"id": "x", "text": "see\n::error::y"}],
+           "verdict": {"level": "inconclusive", "reasons": [{"problem": "file a\nb\x1b[2J unreadable"}]}}
+    text = render_text(doc)
+    assert CONTROL.search(text) is None and not any(line.startswith("::") for line in text.splitlines())
+    assert "model m\\x1b]0;t\\x07" in text and "a\\nb\\x1b[2J unreadable" in text
+    assert "see\\n:\\x3aerror:\\x3ay" in text
+
+
 def test_each_not_read_warning_is_said_once_with_format_json(tmp_path, monkeypatch):
     jsonl_run(tmp_path / "r")
     (tmp_path / "r" / "broken.csv").write_bytes(b"step,loss\n1,\xff\n")

@@ -406,6 +406,30 @@ def test_wandb_key_written_flat_and_nested_in_one_row_is_noted(tmp_path):
     assert any("train/reward: written both as one key and as nested parts" in n for n in run.notes), run.notes
 
 
+def test_jsonl_key_written_flat_and_nested_in_one_line_is_noted_and_never_a_resume(tmp_path):
+    from stabdiag.loaders import tabular
+
+    lines = []
+    for s in range(1, 41):
+        row = {"step": s, "loss": 1.0 / s}
+        if s % 2:
+            row.update({"train/reward": 1.0, "train": {"reward": 2.0, "kl": 0.1}})     # flat met first
+        else:
+            row.update({"train": {"reward": 3.0, "kl": 0.1}, "train/reward": 4.0})     # nested met first
+        lines.append(json.dumps(row))
+    lines += [json.dumps({"step": 41, "train/reward": None, "train": {"reward": 5.0}}),   # null: not written
+              json.dumps({"step": 42, "train": {"reward": 6.0}})]
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    run = tabular.load(str(path))
+    reward = run.series["train/reward"]
+    assert reward.steps.tolist() == list(range(1, 43)) and not run.resumed
+    assert reward.values.tolist() == [1.0 if s % 2 else 3.0 for s in range(1, 41)] + [5.0, 6.0]
+    assert run.series["train/kl"].steps.tolist() == list(range(1, 41))
+    assert "m.jsonl: train/reward: written both as one key and as nested parts in 40 line(s); the value of " \
+           "the form met first in the line was kept" in run.notes, run.notes
+
+
 # --- 6. config trust -------------------------------------------------------------------------------
 
 def test_a_config_above_a_downloaded_tree_is_announced_and_isolated_ignores_it(tmp_path, monkeypatch):

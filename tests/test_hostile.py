@@ -480,6 +480,66 @@ def test_a_device_inside_a_run_dir_is_said_whatever_its_name(tmp_path):
         ["warning: run: weird: not read: a character device, not a regular file"]
 
 
+def test_pipes_and_links_out_of_the_tree_are_never_opened_and_each_is_a_note(tmp_path):
+    run = jsonl_run(tmp_path / "tree" / "run")
+    os.mkfifo(run / "pipe")                            # no log's name: still said (opening it would block)
+    os.mkfifo(run / "live.jsonl")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_text("".join(json.dumps({"step": s, "secret_metric": 1.0}) + "\n"
+                                                  for s in range(1, 50)))
+    (run / "linked.jsonl").symlink_to(outside / "secret.jsonl")
+    (run / "linked_dir").symlink_to(outside)
+    (run / "inside.jsonl").symlink_to("metrics.jsonl")  # into the tree: read where it lies, nothing said
+    expected = {"pipe": "a named pipe (FIFO), not a regular file",
+                "live.jsonl": "a named pipe (FIFO), not a regular file",
+                "linked.jsonl": f"a symbolic link to {outside / 'secret.jsonl'}, outside the checked folder; "
+                                "not followed (check that path itself)",
+                "linked_dir": f"a symbolic link to {outside}, outside the checked folder; not followed (check "
+                              "that path itself)"}
+    for fmt in ("json", "terminal"):
+        done = limited_check(["tree", "--format", fmt], tmp_path, timeout=60)   # a pipe opened: the timeout
+        assert done.returncode == 1, done.stderr[-2000:]
+        warned = [line for line in done.stderr.splitlines() if "not read" in line]
+        assert sorted(warned) == [f"warning: run: {name}: not read: {why}" for name, why in sorted(expected.items())]
+        assert "secret_metric" not in done.stdout and "inside.jsonl" not in done.stdout + done.stderr
+        if fmt == "json":
+            (doc,) = json.loads(done.stdout)["runs"]
+            assert sorted(n for n in doc["notes"] if "not read" in n) == \
+                [f"{name}: not read: {why}" for name, why in sorted(expected.items())]
+            assert "secret_metric" not in json.dumps(doc["signals"])
+        else:
+            assert "note: pipe: not read: a named pipe (FIFO), not a regular file" in done.stdout
+            assert "note: linked.jsonl: not read: a symbolic link to" in done.stdout
+
+
+def test_a_pipe_or_a_link_inside_an_mlflow_file_store_is_never_opened(tmp_path):
+    import shutil
+
+    store = shutil.copytree(Path(__file__).parent / "fixtures" / "mlflow" / "mlruns", tmp_path / "mlruns")
+    metrics = next(store.glob("*/*/metrics"))
+    os.mkfifo(metrics / "stuck")
+    (metrics / "linked").symlink_to(tmp_path / "nowhere")
+    done = limited_check(["mlruns", "--format", "json"], tmp_path, timeout=60)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert "stuck: not read: a named pipe (FIFO), not a regular file" in done.stderr
+    assert "linked: not read: a symbolic link to" in done.stderr
+    assert len(json.loads(done.stdout)["runs"]) == 5
+
+
+def test_a_pipe_in_place_of_an_old_wandb_runs_summary_or_config_is_never_opened(tmp_path):
+    files = tmp_path / "wandb" / "run-20200101_000000-abc" / "files"
+    files.mkdir(parents=True)
+    (files / "wandb-history.jsonl").write_text("".join(json.dumps({"_step": s, "loss": 1.0 / (s + 1)}) + "\n"
+                                                       for s in range(60)))
+    os.mkfifo(files / "wandb-summary.json")
+    os.mkfifo(files / "config.yaml")
+    done = limited_check(["wandb", "--format", "json"], tmp_path, timeout=60)   # opened: the timeout
+    assert done.returncode in (0, 1, 3), done.stderr[-2000:]
+    (doc,) = json.loads(done.stdout)["runs"]
+    assert "loss" in json.dumps(doc["signals"])
+
+
 def test_a_zeroed_block_in_the_middle_of_a_wandb_log_says_its_records_are_lost(tmp_path):
     pytest.importorskip("wandb")
     from wandb.proto import wandb_internal_pb2 as pb

@@ -29,7 +29,7 @@ and must stay at zero:
 
 and, for information, how many error lines locate the problem (a line, byte offset, record or key).
 A case is reproduced from (--seed, case number) alone.  A long run written with --results can be
-stopped at any time (Ctrl-C prints the figures so far) and is summed up later with --summarize.
+stopped at any time (Ctrl-C or SIGTERM prints the figures so far) and is summed up later with --summarize.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -195,6 +196,10 @@ def print_figures(stats: dict, results: list[dict], seconds: float, show: int = 
         print(f"case {r['index']} [{r['seed']}] {','.join(r['problems'])}: {r['message']}  <- {'; '.join(r['what'])}")
 
 
+def _stopped(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=1000)
@@ -236,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         if done[0] % 1000 == 0:
             print(f"... {done[0]} cases, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)      # a background job starts with it ignored
+    signal.signal(signal.SIGTERM, _stopped)
     try:
         results = run_pool(range(opts.start, opts.start + opts.cases), seed=opts.seed, workers=opts.workers,
                            timeout_s=opts.timeout, memory_mb=opts.memory_mb, on_result=progress)

@@ -397,25 +397,26 @@ def _not_a_file(path: str, fname: str, in_wandb: bool, top: str) -> str | None:
         mode = os.lstat(path).st_mode
     except OSError as exc:
         return f"cannot look it up ({exc.strerror or exc})"
-    if stat.S_ISLNK(mode):
-        return _link_problem(path, top, in_wandb)
-    kind = special_kind(mode)
     looks_like_log = os.path.splitext(fname.lower())[1] in _LOGLIKE or fname.endswith((".json", ".wandb")) \
         or "tfevents" in fname
+    if stat.S_ISLNK(mode):                 # quiet for a file whose extension says it is no log (code)
+        return _link_problem(path, top, in_wandb or (not looks_like_log and "." in fname.lstrip(".")))
+    kind = special_kind(mode)
     if kind is not None:          # a pipe or a device never belongs in a run dir, whatever its name: said
         blocks = stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
         return f"{kind}, not a regular file" if (looks_like_log or blocks) and not in_wandb else "skip"
     return cannot_open(path)
 
 
-def _link_problem(link: str, top: str, in_wandb: bool) -> str:
+def _link_problem(link: str, top: str, quiet: bool) -> str:
     """Why a symbolic link in the tree is not followed, or "skip" when not following it loses nothing: a
-    link into the tree points at what is read where it lies, and W&B links its own files (`latest-run`,
-    `debug.log`, files saved live).  A link out of the tree is never followed (a downloaded tree could
-    point the reader anywhere on the machine: a pipe, a device, someone's files) and is said, with where
-    it points."""
+    link into the tree points at what is read where it lies; `quiet` ones are W&B's own (`latest-run`,
+    files saved live) and links to files whose extension says they are no log (code, a checkpoint; an
+    MLflow metric file has no extension).  A link out of the tree
+    is never followed (a downloaded tree could point the reader anywhere on the machine: a pipe, a
+    device, someone's files) and is said, with where it points."""
     target = os.path.realpath(link)
-    if in_wandb or _inside(target, top):
+    if quiet or _inside(target, top):
         return "skip"
     return f"a symbolic link to {target}, outside the checked folder; not followed (check that path itself)"
 

@@ -491,6 +491,8 @@ def test_pipes_and_links_out_of_the_tree_are_never_opened_and_each_is_a_note(tmp
     (run / "linked.jsonl").symlink_to(outside / "secret.jsonl")
     (run / "linked_dir").symlink_to(outside)
     (run / "inside.jsonl").symlink_to("metrics.jsonl")  # into the tree: read where it lies, nothing said
+    (outside / "train.py").write_text("print(1)\n")
+    (run / "train.py").symlink_to(outside / "train.py")  # no log (W&B links files saved live): not said
     expected = {"pipe": "a named pipe (FIFO), not a regular file",
                 "live.jsonl": "a named pipe (FIFO), not a regular file",
                 "linked.jsonl": f"a symbolic link to {outside / 'secret.jsonl'}, outside the checked folder; "
@@ -502,7 +504,8 @@ def test_pipes_and_links_out_of_the_tree_are_never_opened_and_each_is_a_note(tmp
         assert done.returncode == 1, done.stderr[-2000:]
         warned = [line for line in done.stderr.splitlines() if "not read" in line]
         assert sorted(warned) == [f"warning: run: {name}: not read: {why}" for name, why in sorted(expected.items())]
-        assert "secret_metric" not in done.stdout and "inside.jsonl" not in done.stdout + done.stderr
+        assert "secret_metric" not in done.stdout
+        assert "inside.jsonl" not in done.stdout + done.stderr and "train.py" not in done.stdout + done.stderr
         if fmt == "json":
             (doc,) = json.loads(done.stdout)["runs"]
             assert sorted(n for n in doc["notes"] if "not read" in n) == \

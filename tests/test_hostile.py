@@ -97,6 +97,25 @@ def test_no_reporter_and_no_stderr_note_shows_a_hostile_name_raw(tmp_path, monke
         assert f"### `{_escape.visible(FORGED_RUN)}`" in result.stdout
 
 
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "github", "junit", "json", "html"])
+def test_a_hostile_folder_that_was_not_read_is_named_escaped_in_every_format(tmp_path, monkeypatch, fmt):
+    jsonl_run(tmp_path / "tree" / "good")
+    (tmp_path / "tree" / FORGED_RUN).mkdir()                  # nothing in it: listed under "not read"
+    (tmp_path / "tree" / FORGED_RUN / "notes.txt").write_text("hello\n")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", "tree", "--format", fmt])
+    assert result.exit_code == 1, result.output
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        assert raw_in(text, fmt, stream) is None, (stream, text)
+    if fmt == "junit":
+        (case,) = ET.fromstring(result.stdout).find("testsuite[@name='not read']")
+        assert case.get("name") == _escape.visible(f"tree/{FORGED_RUN}")
+    if fmt == "markdown":
+        assert f"- {_escape.markdown_code(f'tree/{FORGED_RUN}')}: " in result.stdout
+    if fmt == "json":
+        assert json.loads(result.stdout)["not_read"][0]["path"] == f"tree/{FORGED_RUN}"
+
+
 def test_signals_escapes_names_and_never_reads_them_as_markup(tmp_path, monkeypatch):
     folder = jsonl_run(tmp_path / "[bold]run[blink]", "[red]loss\x1b[2J:thumbs_up:")
     monkeypatch.chdir(tmp_path)

@@ -3,6 +3,8 @@
     python bench/fuzz.py --cases 100000 --workers 2          # the full run (about 25 minutes on 2 cores)
     python bench/fuzz.py --cases 2000 --seed 7               # a quick look
     python bench/fuzz.py --case 1234                         # rebuild one case and print how to run it
+    python bench/fuzz.py --cases 58000 --start 42000 --results part.jsonl   # one line per case, as it ends
+    python bench/fuzz.py --summarize part.jsonl other.jsonl   # the figures of such files (a stopped run too)
 
 Each case is a seed of bench/fuzz_corpus (a small run of one format, written by the real writer) with one
 to three mutations from bench/fuzz_mutate, and sometimes a change to the tree (a file removed, a stray
@@ -26,7 +28,8 @@ and must stay at zero:
     timeout, memory, crash   the time or memory limit hit, or the worker died
 
 and, for information, how many error lines locate the problem (a line, byte offset, record or key).
-A case is reproduced from (--seed, case number) alone.
+A case is reproduced from (--seed, case number) alone.  A long run written with --results can be
+stopped at any time (Ctrl-C or SIGTERM prints the figures so far) and is summed up later with --summarize.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -178,7 +182,8 @@ def _shape(message: str) -> str:
 
 
 def print_figures(stats: dict, results: list[dict], seconds: float, show: int = 20) -> None:
-    print(f"inputs: {stats['inputs']} in {seconds:.0f} s ({stats['inputs'] / max(seconds, 1e-9):.1f}/s)")
+    rate = f" in {seconds:.0f} s ({stats['inputs'] / seconds:.1f}/s)" if seconds else ""
+    print(f"inputs: {stats['inputs']}{rate}")
     print("exit codes: " + ", ".join(f"{k}: {v}" for k, v in stats["exit_codes"].items()))
     for name, count in stats["failures"].items():
         print(f"  {name:<16} {count}")
@@ -191,6 +196,10 @@ def print_figures(stats: dict, results: list[dict], seconds: float, show: int = 
         print(f"case {r['index']} [{r['seed']}] {','.join(r['problems'])}: {r['message']}  <- {'; '.join(r['what'])}")
 
 
+def _stopped(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=1000)
@@ -201,7 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=4096, help="address-space limit per worker")
     parser.add_argument("--json", help="write the figures and every failing case to this file")
     parser.add_argument("--case", type=int, help="write one case to a folder and print its command line")
+    parser.add_argument("--results", help="append one JSON line per case to this file as the case ends")
+    parser.add_argument("--summarize", nargs="+", metavar="FILE", help="print the figures of --results files")
     opts = parser.parse_args(argv)
+    if opts.summarize:
+        results = [json.loads(line) for name in opts.summarize for line in Path(name).read_text().splitlines()
+                   if line.strip()]
+        stats = figures(results)
+        print_figures(stats, results, 0.0)
+        return 1 if any(stats["failures"].values()) else 0
     if opts.case is not None:
         case = make_case(fuzz_corpus.build(opts.seed), opts.seed, opts.case)
         base = Path(tempfile.mkdtemp(prefix=f"stabdiag-fuzz-case{opts.case}-"))
@@ -212,14 +229,28 @@ def main(argv: list[str] | None = None) -> int:
     fuzz_corpus.wandb_runs()                 # written once, before the workers read the cache
     started = time.monotonic()
     done = [0]
+    log = open(opts.results, "a", encoding="utf-8") if opts.results else None
+    seen: list[dict] = []
 
     def progress(result: dict) -> None:
         done[0] += 1
+        seen.append(result)
+        if log is not None:             # a line per case, flushed: a run stopped early keeps what it did
+            log.write(json.dumps(result) + "\n")
+            log.flush()
         if done[0] % 1000 == 0:
             print(f"... {done[0]} cases, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
 
-    results = run_pool(range(opts.start, opts.start + opts.cases), seed=opts.seed, workers=opts.workers,
-                       timeout_s=opts.timeout, memory_mb=opts.memory_mb, on_result=progress)
+    signal.signal(signal.SIGINT, signal.default_int_handler)      # a background job starts with it ignored
+    signal.signal(signal.SIGTERM, _stopped)
+    try:
+        results = run_pool(range(opts.start, opts.start + opts.cases), seed=opts.seed, workers=opts.workers,
+                           timeout_s=opts.timeout, memory_mb=opts.memory_mb, on_result=progress)
+    except KeyboardInterrupt:           # stopped early: the figures of the cases that ended
+        results = seen
+    finally:
+        if log is not None:
+            log.close()
     seconds = time.monotonic() - started
     stats = figures(results)
     print_figures(stats, results, seconds)

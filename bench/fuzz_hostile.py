@@ -127,14 +127,15 @@ def size_mutation(files: dict[str, bytes], target: str, rng: random.Random) -> s
 
 
 def unescaped(fmt: str, stdout: str, stderr: str, *, to_file: bool = False) -> str | None:
-    """What in the output shows data raw, or None; `to_file`: the report went to --output (stdout holds
-    the terminal report)."""
+    """What in the output shows data raw, or None; `to_file`: a report also went to --output (stdout
+    still holds the --format one: the GitHub format's own commands stay allowed there; JUnit is not
+    parsed)."""
     for stream, text in (("stdout", stdout), ("stderr", stderr)):
         hit = _CONTROL.search(text.replace("\t", " "))
         if hit:
             return f"{stream}: control character {hit.group()!r}"
         for line in text.splitlines():
-            if line.lstrip().startswith("::") and not (fmt == "github" and stream == "stdout" and not to_file
+            if line.lstrip().startswith("::") and not (fmt == "github" and stream == "stdout"
                                                          and _OUR_COMMANDS.match(line)):
                 return f"{stream}: a line starting with '::': {line[:80]!r}"
     if fmt == "junit" and stdout.strip() and not to_file:

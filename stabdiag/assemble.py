@@ -338,16 +338,24 @@ def _walk(source: str, folders: dict[str, int] | None = None
         where = exc.filename or source
         unreadable.append((where, f"cannot list this folder ({exc.strerror or exc})"))
 
+    top = os.path.realpath(source)
     for dirpath, dirnames, filenames in os.walk(source, onerror=on_error):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         in_wandb = "wandb" in os.path.relpath(dirpath, source).split(os.sep)
+        for d in list(dirnames):            # os.walk lists a linked folder but never enters it
+            link = os.path.join(dirpath, d)
+            if os.path.islink(link):
+                dirnames.remove(d)
+                problem = _link_problem(link, top, in_wandb)
+                if problem != "skip":
+                    unreadable.append((link, problem))
         if folders is not None:
             folders[os.path.normpath(dirpath)] = len(filenames)
         for fname in sorted(filenames):
             path = os.path.join(dirpath, fname)
             if fname in _NOT_LOGS:
                 continue
-            problem = _not_a_file(path, fname, in_wandb)
+            problem = _not_a_file(path, fname, in_wandb, top)
             if problem == "skip":
                 continue
             if problem is not None:
@@ -380,22 +388,37 @@ def _why_refused(path: str) -> str:
     return _died_before_first_step(path) or "no metric lines of a format stabdiag reads"
 
 
-def _not_a_file(path: str, fname: str, in_wandb: bool) -> str | None:
-    """"skip" for what is never read (symbolic links, sockets, a pipe with no log's name),
-    why a file that looks like a log cannot be read, or None for a regular, readable file."""
+def _not_a_file(path: str, fname: str, in_wandb: bool, top: str) -> str | None:
+    """"skip" for what is never read and loses nothing (a link into the tree, a socket with no log's
+    name, anything special inside W&B's folders), why a file is not read (a link out of the tree, a
+    pipe or device whatever its name, a log that cannot be opened), or None for a regular, readable file.
+    Nothing here opens a pipe or a device: the reader would block, or never end."""
     try:
         mode = os.lstat(path).st_mode
     except OSError as exc:
         return f"cannot look it up ({exc.strerror or exc})"
-    if stat.S_ISLNK(mode):
-        return "skip"
-    kind = special_kind(mode)
     looks_like_log = os.path.splitext(fname.lower())[1] in _LOGLIKE or fname.endswith((".json", ".wandb")) \
         or "tfevents" in fname
-    if kind is not None:          # a device never belongs in a run dir, whatever its name: said, not skipped
-        device = stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        return f"{kind}, not a regular file" if (looks_like_log or device) and not in_wandb else "skip"
+    if stat.S_ISLNK(mode):                 # quiet for a file whose extension says it is no log (code)
+        return _link_problem(path, top, in_wandb or (not looks_like_log and "." in fname.lstrip(".")))
+    kind = special_kind(mode)
+    if kind is not None:          # a pipe or a device never belongs in a run dir, whatever its name: said
+        blocks = stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        return f"{kind}, not a regular file" if (looks_like_log or blocks) and not in_wandb else "skip"
     return cannot_open(path)
+
+
+def _link_problem(link: str, top: str, quiet: bool) -> str:
+    """Why a symbolic link in the tree is not followed, or "skip" when not following it loses nothing: a
+    link into the tree points at what is read where it lies; `quiet` ones are W&B's own (`latest-run`,
+    files saved live) and links to files whose extension says they are no log (code, a checkpoint; an
+    MLflow metric file has no extension).  A link out of the tree
+    is never followed (a downloaded tree could point the reader anywhere on the machine: a pipe, a
+    device, someone's files) and is said, with where it points."""
+    target = os.path.realpath(link)
+    if quiet or _inside(target, top):
+        return "skip"
+    return f"a symbolic link to {target}, outside the checked folder; not followed (check that path itself)"
 
 
 def _loader_root(path: str, loader: ModuleType) -> str:

@@ -67,39 +67,16 @@ class Comparison:
                 "layers": [c.to_dict() for c in self.layers]}
 
     def text(self) -> str:
-        """A plain-text block: a headline, one row per layer, and the verdict on the fix."""
-        lines = [f"Baseline {self.baseline} -> {self.run}: {self.verdict_before} -> {self.verdict_after}, "
-                 f"root {_root(self.root_before)} -> {_root(self.root_after)}"]
-        for c in self.layers:
-            onset = f"onset {_step(c.onset_before)} -> {_step(c.onset_after)}"
-            rules = "; ".join(part for part in (
-                "resolved " + ", ".join(c.resolved) if c.resolved else "",
-                "new " + ", ".join(c.new) if c.new else "",
-                "still " + ", ".join(c.persisting) if c.persisting else "") if part)
-            lines.append(f"  {c.layer} {LAYER_NAMES[c.layer]:<16} {c.before:>7} -> {c.after:<7} {c.change:<14} "
-                         f"{onset}" + (f"  {rules}" if rules else ""))
-        for what, layer in self.method_changes:
-            lines.append(f"  config: {what} - acts on layer {layer} ({LAYER_NAMES[layer]})")
-        lines.append(f"  {self.summary}")
-        return "\n".join(lines) + "\n"
+        """A plain-text block: a headline, one row per layer, and the verdict on the fix (names escaped)."""
+        from .report.comparison import text
+
+        return text(self)
 
     def markdown(self) -> str:
-        lines = [f"### Baseline `{self.baseline}` -> `{self.run}`", "",
-                 f"**{self.summary}**", "",
-                 "| layer | before | after | change | onset | resolved | new |", "|---|---|---|---|---|---|---|"]
-        for c in self.layers:
-            lines.append(f"| {c.layer} {LAYER_NAMES[c.layer]} | {c.before} | {c.after} | {c.change} | "
-                         f"{_step(c.onset_before)} -> {_step(c.onset_after)} | {', '.join(c.resolved)} | "
-                         f"{', '.join(c.new)} |")
-        return "\n".join(lines) + "\n"
+        """A Markdown section with one table row per layer (names escaped)."""
+        from .report.comparison import markdown
 
-
-def _root(layer: int | None) -> str:
-    return "none" if layer is None else f"layer {layer}"
-
-
-def _step(step: int | None) -> str:
-    return "-" if step is None else str(step)
+        return markdown(self)
 
 
 def _layer_change(before: Diagnosis, after: Diagnosis, layer: int) -> LayerChange:

@@ -600,20 +600,18 @@ def _with_comparisons(text: str, fmt: str, comparisons) -> str:
     """The report with the baseline comparison added in the format's own way."""
     if not comparisons:
         return text
-    from .report._escape import visible
-    from .report.github import command
+    from .report import comparison  # every name in it escaped for the format (report._escape)
 
     if fmt == "json":
         doc = json.loads(text)
         doc["comparisons"] = [c.to_dict() for c in comparisons]
         return json.dumps(doc, indent=2, allow_nan=False) + "\n"
     if fmt == "markdown":
-        return text + "\n" + "\n".join(c.markdown() for c in comparisons)
+        return text + "\n" + "\n".join(comparison.markdown(c) for c in comparisons)
     if fmt == "github":
-        return text + "".join(command("notice", visible(c.summary), title=f"stabdiag baseline {c.baseline} -> {c.run}")
-                              + "\n" for c in comparisons)
+        return text + "".join(comparison.github(c) for c in comparisons)
     if fmt == "terminal":
-        return text + "\n" + "".join(c.text() for c in comparisons)
+        return text + "\n" + "".join(comparison.text(c) for c in comparisons)
     return text
 
 

@@ -97,6 +97,25 @@ def test_no_reporter_and_no_stderr_note_shows_a_hostile_name_raw(tmp_path, monke
         assert f"### `{_escape.visible(FORGED_RUN)}`" in result.stdout
 
 
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "github", "junit", "json", "html"])
+def test_a_hostile_folder_that_was_not_read_is_named_escaped_in_every_format(tmp_path, monkeypatch, fmt):
+    jsonl_run(tmp_path / "tree" / "good")
+    (tmp_path / "tree" / FORGED_RUN).mkdir()                  # nothing in it: listed under "not read"
+    (tmp_path / "tree" / FORGED_RUN / "notes.txt").write_text("hello\n")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", "tree", "--format", fmt])
+    assert result.exit_code == 1, result.output
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        assert raw_in(text, fmt, stream) is None, (stream, text)
+    if fmt == "junit":
+        (case,) = ET.fromstring(result.stdout).find("testsuite[@name='not read']")
+        assert case.get("name") == _escape.visible(f"tree/{FORGED_RUN}")
+    if fmt == "markdown":
+        assert f"- {_escape.markdown_code(f'tree/{FORGED_RUN}')}: " in result.stdout
+    if fmt == "json":
+        assert json.loads(result.stdout)["not_read"][0]["path"] == f"tree/{FORGED_RUN}"
+
+
 def test_signals_escapes_names_and_never_reads_them_as_markup(tmp_path, monkeypatch):
     folder = jsonl_run(tmp_path / "[bold]run[blink]", "[red]loss\x1b[2J:thumbs_up:")
     monkeypatch.chdir(tmp_path)
@@ -104,6 +123,98 @@ def test_signals_escapes_names_and_never_reads_them_as_markup(tmp_path, monkeypa
     assert result.exit_code == 0, result.output
     assert raw_in(result.stdout, "text", "stdout") is None
     assert "[bold]run[blink]" in result.stdout and "[red]loss\\x1b[2J:thumbs_up:" in result.stdout
+
+
+BASELINE_NAME = "run\n::error::forged\x1b[31m\x1b]8;;http:x\x07`|tick"
+FORGED_VALUE = "on\n::warning::x\x1b[2J`|<img src=x>"
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "github", "junit", "json"])
+def test_the_baseline_comparison_shows_no_hostile_name_or_config_value_raw(tmp_path, monkeypatch, fmt):
+    jsonl_run(tmp_path / ("before" + BASELINE_NAME))                 # layer 3 fails at step 100
+    after = jsonl_run(tmp_path / ("after" + BASELINE_NAME), steps=90)  # no NaN: the fix worked
+    (after / "config.json").write_text(json.dumps({"router_replay": {"mode": FORGED_VALUE}}))
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", after.name, "--baseline", "before" + BASELINE_NAME, "-f", fmt])
+    assert result.exit_code == 0, result.output
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        assert raw_in(text, fmt, stream) is None, (stream, text)
+    shown = _escape.visible(BASELINE_NAME)
+    if fmt == "terminal":
+        assert f"Baseline before{shown} -> after{shown}: fail -> pass" in result.stdout
+        assert f"config: routing-replay mode={_escape.visible(FORGED_VALUE)} (layer 4) switched on" in result.stdout
+    if fmt == "markdown":
+        assert f"### Baseline {_escape.markdown_code('before' + BASELINE_NAME)} -> " in result.stdout
+        assert "``before" in result.stdout and "<img" not in result.stdout
+    if fmt == "github":
+        notice = [line for line in result.stdout.splitlines() if "title=stabdiag baseline" in line]
+        assert len(notice) == 1 and "::the fix acted on the root layer 3" in notice[0], result.stdout
+    if fmt == "junit":
+        ET.fromstring(result.stdout)
+        assert "baseline: the fix acted on the root layer 3" in result.stderr
+    if fmt == "json":                       # JSON escapes itself: names stay exact for programs
+        (comparison,) = json.loads(result.stdout)["comparisons"]
+        assert comparison["baseline"] == "before" + BASELINE_NAME and comparison["run"] == after.name
+
+
+def test_the_comparison_block_of_the_api_is_escaped_too(tmp_path):
+    from stabdiag import assemble
+    from stabdiag.baseline import compare
+    from stabdiag.engine import diagnose
+
+    before, after = (diagnose(assemble.load(str(jsonl_run(tmp_path / (side + BASELINE_NAME), steps=n)))[0])
+                     for side, n in (("before", 120), ("after", 90)))
+    c = compare(before, after)
+    assert CONTROL.search(c.text()) is None and CONTROL.search(c.markdown()) is None
+    assert c.text().startswith(f"Baseline before{_escape.visible(BASELINE_NAME)} -> ")
+
+
+def probe_rollouts(path: Path, record_id: str) -> Path:
+    """Six rollout records with trainer logprobs beside them (no model needed), one of them drifting."""
+    from stabdiag.probe.adapters import write_jsonl
+
+    records = []
+    for i in range(6):
+        shift = 0.4 if i == 0 else 0.0
+        records.append({"id": record_id + str(i), "step": i, "prompt_token_ids": [1, 5, 6],
+                        "response_token_ids": [7, 8, 2], "response_logprobs": [-0.5 - shift, -1.0, -2.0],
+                        "train_logprobs": [-0.5, -1.0, -2.0], "meta": {"logprobs_mode": "raw"}})
+    write_jsonl(records, path)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_probe_output_shows_no_hostile_record_or_file_name_raw(tmp_path, monkeypatch, fmt):
+    monkeypatch.chdir(tmp_path)
+    rollouts = probe_rollouts(tmp_path / "roll.jsonl", BASELINE_NAME)
+    result = runner.invoke(app, ["probe", str(rollouts), "--format", fmt, "--fail-on", "never"])
+    assert result.exit_code == 0, result.output
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        assert raw_in(text, fmt, stream) is None, (stream, text)
+    if fmt == "text":                       # the worst tokens name their record, visibly escaped
+        assert _escape.visible(BASELINE_NAME + "0")[:24] in result.stdout
+    else:
+        doc = json.loads(result.stdout)
+        assert doc["worst_tokens"][0]["record_id"] == BASELINE_NAME + "0"
+    bad = tmp_path / ("bad" + BASELINE_NAME + ".jsonl")
+    bad.write_text("{not json\n")
+    failed = runner.invoke(app, ["probe", bad.name, "--format", fmt])
+    assert failed.exit_code == 2 and raw_in(failed.stderr, fmt, "stderr") is None, failed.stderr
+    (line,) = failed.stderr.strip().splitlines()
+    assert line.startswith(f"error: bad{_escape.visible(BASELINE_NAME)}.jsonl"), line
+
+
+def test_probe_text_report_escapes_every_text_it_quotes():
+    from stabdiag.probe.report import render_text
+
+    doc = {"inputs": {"n_records": 1, "model": "m\x1b]0;t\x07", "primary": "bf16", "reference": None},
+           "counts": {}, "metrics": {}, "thresholds": {}, "aliases": {}, "buckets": {"by_prob": []},
+           "per_dtype": {"bf16": {}}, "worst_tokens": [], "hints": [{"id": "x", "text": "see\n::error::y"}],
+           "verdict": {"level": "inconclusive", "reasons": [{"problem": "file a\nb\x1b[2J unreadable"}]}}
+    text = render_text(doc)
+    assert CONTROL.search(text) is None and not any(line.startswith("::") for line in text.splitlines())
+    assert "model m\\x1b]0;t\\x07" in text and "a\\nb\\x1b[2J unreadable" in text
+    assert "see\\n:\\x3aerror:\\x3ay" in text
 
 
 def test_each_not_read_warning_is_said_once_with_format_json(tmp_path, monkeypatch):
@@ -314,6 +425,30 @@ def test_wandb_key_written_flat_and_nested_in_one_row_is_noted(tmp_path):
     assert any("train/reward: written both as one key and as nested parts" in n for n in run.notes), run.notes
 
 
+def test_jsonl_key_written_flat_and_nested_in_one_line_is_noted_and_never_a_resume(tmp_path):
+    from stabdiag.loaders import tabular
+
+    lines = []
+    for s in range(1, 41):
+        row = {"step": s, "loss": 1.0 / s}
+        if s % 2:
+            row.update({"train/reward": 1.0, "train": {"reward": 2.0, "kl": 0.1}})     # flat met first
+        else:
+            row.update({"train": {"reward": 3.0, "kl": 0.1}, "train/reward": 4.0})     # nested met first
+        lines.append(json.dumps(row))
+    lines += [json.dumps({"step": 41, "train/reward": None, "train": {"reward": 5.0}}),   # null: not written
+              json.dumps({"step": 42, "train": {"reward": 6.0}})]
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    run = tabular.load(str(path))
+    reward = run.series["train/reward"]
+    assert reward.steps.tolist() == list(range(1, 43)) and not run.resumed
+    assert reward.values.tolist() == [1.0 if s % 2 else 3.0 for s in range(1, 41)] + [5.0, 6.0]
+    assert run.series["train/kl"].steps.tolist() == list(range(1, 41))
+    assert "m.jsonl: train/reward: written both as one key and as nested parts in 40 line(s); the value of " \
+           "the form met first in the line was kept" in run.notes, run.notes
+
+
 # --- 6. config trust -------------------------------------------------------------------------------
 
 def test_a_config_above_a_downloaded_tree_is_announced_and_isolated_ignores_it(tmp_path, monkeypatch):
@@ -362,6 +497,69 @@ def test_a_device_inside_a_run_dir_is_said_whatever_its_name(tmp_path):
     assert result.exit_code == 1
     assert [line for line in result.stderr.splitlines() if "weird" in line] == \
         ["warning: run: weird: not read: a character device, not a regular file"]
+
+
+def test_pipes_and_links_out_of_the_tree_are_never_opened_and_each_is_a_note(tmp_path):
+    run = jsonl_run(tmp_path / "tree" / "run")
+    os.mkfifo(run / "pipe")                            # no log's name: still said (opening it would block)
+    os.mkfifo(run / "live.jsonl")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_text("".join(json.dumps({"step": s, "secret_metric": 1.0}) + "\n"
+                                                  for s in range(1, 50)))
+    (run / "linked.jsonl").symlink_to(outside / "secret.jsonl")
+    (run / "linked_dir").symlink_to(outside)
+    (run / "inside.jsonl").symlink_to("metrics.jsonl")  # into the tree: read where it lies, nothing said
+    (outside / "train.py").write_text("print(1)\n")
+    (run / "train.py").symlink_to(outside / "train.py")  # no log (W&B links files saved live): not said
+    expected = {"pipe": "a named pipe (FIFO), not a regular file",
+                "live.jsonl": "a named pipe (FIFO), not a regular file",
+                "linked.jsonl": f"a symbolic link to {outside / 'secret.jsonl'}, outside the checked folder; "
+                                "not followed (check that path itself)",
+                "linked_dir": f"a symbolic link to {outside}, outside the checked folder; not followed (check "
+                              "that path itself)"}
+    for fmt in ("json", "terminal"):
+        done = limited_check(["tree", "--format", fmt], tmp_path, timeout=60)   # a pipe opened: the timeout
+        assert done.returncode == 1, done.stderr[-2000:]
+        warned = [line for line in done.stderr.splitlines() if "not read" in line]
+        assert sorted(warned) == [f"warning: run: {name}: not read: {why}" for name, why in sorted(expected.items())]
+        assert "secret_metric" not in done.stdout
+        assert "inside.jsonl" not in done.stdout + done.stderr and "train.py" not in done.stdout + done.stderr
+        if fmt == "json":
+            (doc,) = json.loads(done.stdout)["runs"]
+            assert sorted(n for n in doc["notes"] if "not read" in n) == \
+                [f"{name}: not read: {why}" for name, why in sorted(expected.items())]
+            assert "secret_metric" not in json.dumps(doc["signals"])
+        else:
+            assert "note: pipe: not read: a named pipe (FIFO), not a regular file" in done.stdout
+            assert "note: linked.jsonl: not read: a symbolic link to" in done.stdout
+
+
+def test_a_pipe_or_a_link_inside_an_mlflow_file_store_is_never_opened(tmp_path):
+    import shutil
+
+    store = shutil.copytree(Path(__file__).parent / "fixtures" / "mlflow" / "mlruns", tmp_path / "mlruns")
+    metrics = next(store.glob("*/*/metrics"))
+    os.mkfifo(metrics / "stuck")
+    (metrics / "linked").symlink_to(tmp_path / "nowhere")
+    done = limited_check(["mlruns", "--format", "json"], tmp_path, timeout=60)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert "stuck: not read: a named pipe (FIFO), not a regular file" in done.stderr
+    assert "linked: not read: a symbolic link to" in done.stderr
+    assert len(json.loads(done.stdout)["runs"]) == 5
+
+
+def test_a_pipe_in_place_of_an_old_wandb_runs_summary_or_config_is_never_opened(tmp_path):
+    files = tmp_path / "wandb" / "run-20200101_000000-abc" / "files"
+    files.mkdir(parents=True)
+    (files / "wandb-history.jsonl").write_text("".join(json.dumps({"_step": s, "loss": 1.0 / (s + 1)}) + "\n"
+                                                       for s in range(60)))
+    os.mkfifo(files / "wandb-summary.json")
+    os.mkfifo(files / "config.yaml")
+    done = limited_check(["wandb", "--format", "json"], tmp_path, timeout=60)   # opened: the timeout
+    assert done.returncode in (0, 1, 3), done.stderr[-2000:]
+    (doc,) = json.loads(done.stdout)["runs"]
+    assert "loss" in json.dumps(doc["signals"])
 
 
 def test_a_zeroed_block_in_the_middle_of_a_wandb_log_says_its_records_are_lost(tmp_path):

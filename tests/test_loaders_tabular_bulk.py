@@ -9,6 +9,7 @@ import json
 import math
 import subprocess
 import sys
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -176,13 +177,13 @@ def by_record(path) -> tuple:
     """The table of a JSON Lines file built record by record, every column as cells (the meaning)."""
     from stabdiag._textio import json_lines
 
-    rows, lines = [], []
+    rows, lines, collided = [], [], Counter()
     for lineno, obj in json_lines(str(path), notes := []):
         if not isinstance(obj, dict):
             raise InputError(str(path), "each line must be a JSON object", line=lineno)
         if isinstance(obj.get("data"), dict):
             obj = {**{k: v for k, v in obj.items() if k != "data"}, **obj["data"]}
-        rows.append(_flat(obj))
+        rows.append(_flat(obj, collided))
         lines.append(lineno)
     names = list(dict.fromkeys(k for row in rows for k in row))
     columns = {}
@@ -190,7 +191,7 @@ def by_record(path) -> tuple:
         cells = np.empty(len(rows), dtype=object)
         cells[:] = [row.get(name) for row in rows]
         columns[name] = Column(np.array([c is not None for c in cells], dtype=bool), cells=cells)
-    return Table(columns, len(rows), lines_from(lines), notes)
+    return Table(columns, len(rows), lines_from(lines), notes + _jsonl.collision_notes(str(path), collided))
 
 
 def both_jsonl_ways(monkeypatch, path, **options):

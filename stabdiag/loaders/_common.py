@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 
 import numpy as np
 
@@ -35,6 +36,15 @@ NOT_LOG_NAMES = re.compile(r"^(readme|license|licence|changelog|changes|contribu
                            r"requirements[\w.-]*|constraints[\w.-]*)(\.\w+)?$", re.IGNORECASE)
 _WORDS = {"nan": math.nan, "-nan": math.nan, "+nan": math.nan, "inf": math.inf, "+inf": math.inf,
           "-inf": -math.inf, "infinity": math.inf, "-infinity": -math.inf, "+infinity": math.inf}
+
+
+def is_regular_file(path: str) -> bool:
+    """True for a regular file that is not a symbolic link: what a loader may open beside the file it was
+    given (a named pipe would block it, a link may point out of the tree; the tree walk names both)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def extension(path: str) -> str:

@@ -4,12 +4,16 @@ a column holding something else (a string, a bool, a list, a number too large fo
 cell, so no Python object is kept per value.
 
 Nested objects are flattened to `outer/inner` keys; a key missing from a line, or null, was not written.
+A line that writes one key both ways (`"train/reward"` flat and `{"train": {"reward": ...}}` nested) keeps
+the value of the form met first in the line, and a note names the key and how many lines (as the W&B
+reader does): never a silent drop, and never two points at one step that would read as a resume.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+from collections import Counter
 from contextlib import contextmanager
 from itertools import repeat
 from operator import is_not, itemgetter
@@ -32,16 +36,24 @@ def read(path: str, *, step_col: str | None = None, progress: bool = False) -> T
     parts = ColumnParts(_rows_guess(path))
     kinds: dict[str, str] = {}
     lines: list[np.ndarray] = []
+    collided: Counter = Counter()
     with ByteProgress(progress, os.path.getsize(path), os.path.basename(path)) as bar, _no_cycle_collection():
         for linenos, values in json_blocks(path, notes, lines_per_block=_LINES_PER_BLOCK, on_bytes=bar.update):
             rows = _records(path, linenos, values)
             try:
-                parts.add(_block_columns(rows, kinds, step_col), len(rows))
+                parts.add(_block_columns(rows, kinds, step_col, collided), len(rows))
             except _TooManyKeys as exc:
                 raise too_many_keys(path, exc.count) from None
             lines.append(np.asarray(linenos, dtype=np.int64))
     line_numbers = np.concatenate(lines) if lines else np.zeros(0, np.int64)
+    notes += collision_notes(path, collided)
     return Table(parts.columns(), parts.rows, lines_from(line_numbers), notes)
+
+
+def collision_notes(path: str, collided: Counter) -> list[str]:
+    """A note per key that lines wrote both flat and nested (`_flatten`), with how many lines."""
+    return [f"{os.path.basename(path)}: {name}: written both as one key and as nested parts in {count} "
+            "line(s); the value of the form met first in the line was kept" for name, count in collided.items()]
 
 
 def _rows_guess(path: str) -> int:
@@ -98,11 +110,12 @@ class _TooManyKeys(Exception):
         self.count = count
 
 
-def _block_columns(rows: list[dict], kinds: dict[str, str], step_col: str | None) -> dict[str, Column]:
+def _block_columns(rows: list[dict], kinds: dict[str, str], step_col: str | None,
+                   collided: Counter | None = None) -> dict[str, Column]:
     """A block of records as columns.  Records of one shape (same keys: a train line, an eval line) are
     taken apart together, each value fetched by a C loop, and each shape's columns placed at its rows.
     More than KEYS_MAX distinct keys (counted before any column is built: each costs a pass over the
-    block) is _TooManyKeys."""
+    block) is _TooManyKeys.  `collided` counts, per key, the lines that wrote it both flat and nested."""
     groups = _shapes(rows)
     if groups is not None and len(kinds) + sum(len(names) for _, names, _ in groups) > KEYS_MAX:
         count = len(kinds.keys() | {name for _, names, _ in groups for name in names})
@@ -118,7 +131,7 @@ def _block_columns(rows: list[dict], kinds: dict[str, str], step_col: str | None
         for name, column in zip(names, cells):
             types = set(map(type, column))
             if dict in types:                      # nested objects: flatten the block, then read it again
-                return _block_columns([_flat(row) for row in rows], kinds, step_col)
+                return _block_columns([_flat(row, collided) for row in rows], kinds, step_col)
             kind = kinds.get(name) or kinds.setdefault(name, kind_of(name, step_col))
             parts.setdefault(name, []).append((where, json_column(column, types, kind)))
     return {name: joined(found, len(rows)) for name, found in parts.items()}
@@ -148,19 +161,22 @@ def _shapes(rows: list[dict]):
     return groups
 
 
-def _flat(row: dict) -> dict:
+def _flat(row: dict, collided: Counter | None = None) -> dict:
     out: dict = {}
-    _flatten(row, "", out)
+    _flatten(row, "", out, collided)
     return out
 
 
-def _flatten(obj: dict, prefix: str, out: dict) -> None:
+def _flatten(obj: dict, prefix: str, out: dict, collided: Counter | None) -> None:
     for key, value in obj.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            _flatten(value, name + "/", out)
-        else:
+            _flatten(value, name + "/", out, collided)
+        elif out.get(name) is None:                # new, or written as null (not written) the other way
             out[name] = value
+        elif value is not None:                    # one key flat and nested in one line: the first kept
+            if collided is not None:
+                collided[name] += 1
 
 
 def json_column(cells: list, types: set, kind: str) -> Column:

@@ -38,6 +38,14 @@ FORMATS = ("text", "json")
 _LEVEL_RANK = {"ok": 0, "warn": 1, "danger": 2}
 
 
+def _stderr(line: str) -> str:
+    """An `error:` line with every value in it escaped (report._escape): a file or record name holding a
+    newline or a control sequence stays on the line, visible."""
+    from ..report._escape import stderr
+
+    return stderr(line)
+
+
 def _expand(inputs: list[Path]) -> list[str]:
     paths: list[str] = []
     for item in inputs:
@@ -95,7 +103,7 @@ def probe(
     try:
         code = _run(locals())
     except StabdiagError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(_stderr(f"error: {exc}"), err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(code)
 
@@ -152,6 +160,6 @@ def _report(run, thresholds, a: dict) -> int:
         return 0
     if level == "inconclusive":
         problems = "; ".join(r["problem"] for r in doc["verdict"]["reasons"] if r.get("problem"))
-        typer.echo(f"error: verdict inconclusive: {problems}", err=True)
+        typer.echo(_stderr(f"error: verdict inconclusive: {problems}"), err=True)
         return 2
     return 1 if _LEVEL_RANK[level] >= _LEVEL_RANK[a["fail_on"]] else 0

@@ -1,7 +1,9 @@
 """The probe's report: a versioned JSON document and a ~30-line terminal summary of it (probe.md §6.4).
 
 Both are built from the same `report_dict`, so the terminal never says something the JSON does not.
-Non-finite numbers become null in the JSON (NaN is not JSON).
+Non-finite numbers become null in the JSON (NaN is not JSON).  In the terminal summary every text from the
+inputs (the model, record ids, problems and hints that quote them) is shown as report._escape shows names:
+a record id holding `\n::error::` or ESC[31m is one visible line, not a forged annotation or a colour.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ..errors import StabdiagError
+from ..report._escape import terminal as _shown
 from .analysis import PrecisionResult
 from .metrics import ALIASES
 from .pipeline import ProbeRun
@@ -94,8 +97,8 @@ def render_text(doc: dict, *, worst: int = 10) -> str:
     inp, m, verdict = doc["inputs"], doc["metrics"], doc["verdict"]
     lines = [f"stabdiag probe: {inp['n_records']} records, {_num(m.get('n_tokens'), 0)} scored tokens "
              f"({(doc['counts'].get('frac_masked_out') or 0):.1%} masked out); "
-             f"{'model ' + str(inp['model']) if inp['model'] else 'sidecar logprobs'}; "
-             f"primary {inp['primary']}" + (f", reference {inp['reference']}" if inp["reference"] and
+             f"{'model ' + _shown(inp['model']) if inp['model'] else 'sidecar logprobs'}; "
+             f"primary {_shown(inp['primary'])}" + (f", reference {_shown(inp['reference'])}" if inp["reference"] and
                                              inp["reference"] != inp["primary"] else "")]
     lines.append(_verdict_line(verdict))
     lines.append("")
@@ -104,7 +107,7 @@ def render_text(doc: dict, *, worst: int = 10) -> str:
         th = doc["thresholds"].get(name)
         bounds = "" if th is None else f"{_bound(th['warn'])} / {_bound(th['danger'])}"
         alias = (doc["aliases"].get(name) or [""])[0]
-        src = "" if th is None else th["source"]
+        src = "" if th is None else _shown(th["source"])
         lines.append(f"  {name:<24}{_num(m.get(name), 10)}  {bounds:<22}{src:<34}{alias}")
     lines.append("")
     lines.append(f"  {'p_roll bucket':<16}{'share':>7}{'mean d':>10}{'mean|d|':>10}{'k3':>10}{'k3 share':>9}"
@@ -121,32 +124,33 @@ def render_text(doc: dict, *, worst: int = 10) -> str:
         lines.append(f"  {'precision':<18}{'verdict':<10}{'mean|d|':>10}{'k3':>10}{'mult':>9}{'vs fp32 k3':>12}")
         for label, entry in doc["per_dtype"].items():
             pm, ref = entry["metrics"], entry["vs_reference"] or {}
-            lines.append(f"  {label:<18}{entry['verdict']['level']:<10}{_num(pm.get('mean_abs_dlogp'), 10)}"
+            lines.append(f"  {_shown(label):<18}{entry['verdict']['level']:<10}{_num(pm.get('mean_abs_dlogp'), 10)}"
                          f"{_num(pm.get('k3_kl'), 10)}{_num(pm.get('mult_prob_error'), 9)}"
                          f"{_num(ref.get('k3_kl'), 12)}")
     lines.append("")
     lines.append(f"  worst tokens{'':<13}{'pos':>6}{'token':>8}{'lp_roll':>10}{'lp_train':>10}{'d':>9}")
     for tok in doc["worst_tokens"][:worst]:
-        lines.append(f"  {str(tok['record_id'])[:24]:<25}{tok['pos']:>6}{tok['token_id']:>8}"
+        lines.append(f"  {_shown(tok['record_id'])[:24]:<25}{tok['pos']:>6}{tok['token_id']:>8}"
                      f"{_num(tok['lp_roll'], 10)}{_num(tok['lp_train'], 10)}{_num(tok['dlogp'], 9)}")
     if doc["hints"]:
         lines.append("")
         lines.append("likely causes:")
-        lines.extend(f"  - [{h['id']}] {h['text']}" for h in doc["hints"])
+        lines.extend(f"  - [{_shown(h['id'])}] {_shown(h['text'])}" for h in doc["hints"])
     return "\n".join(lines) + "\n"
 
 
 def _verdict_line(verdict: dict) -> str:
     level = verdict["level"]
     if level == "inconclusive":
-        problems = "; ".join(r["problem"] for r in verdict["reasons"] if r.get("problem"))
+        problems = "; ".join(_shown(r["problem"]) for r in verdict["reasons"] if r.get("problem"))
         return f"verdict: INCONCLUSIVE: {problems}"
     if not verdict["reasons"]:
         return "verdict: OK (every gating metric within its warn threshold)"
     top = verdict["reasons"][0]
     more = len(verdict["reasons"]) - 1
-    return (f"verdict: {level.upper()}: {top['metric']} = {_num(top['value'], 0).strip()} {top['threshold']} "
-            f"{top['source']}" + (f" (+{more} more gating metric{'s' if more > 1 else ''})" if more else ""))
+    return (f"verdict: {level.upper()}: {_shown(top['metric'])} = {_num(top['value'], 0).strip()} "
+            f"{_shown(top['threshold'])} {_shown(top['source'])}"
+            + (f" (+{more} more gating metric{'s' if more > 1 else ''})" if more else ""))
 
 
 def _bound(bound) -> str:

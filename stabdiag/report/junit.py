@@ -107,8 +107,8 @@ def render(diagnoses: list[Diagnosis], *, fail_on: str = "fail", rules=None, all
         suite = ET.SubElement(root, "testsuite", name="not read", tests=str(len(not_read)), failures="0",
                               errors="0", skipped=str(len(not_read)), time="0")
         for path, why in not_read:
-            case = ET.SubElement(suite, "testcase", classname="not_read", name=path, time="0")
-            ET.SubElement(case, "skipped", message=why)
+            case = ET.SubElement(suite, "testcase", classname="not_read", name=xml(path), time="0")
+            ET.SubElement(case, "skipped", message=xml(why))
         totals["tests"] += len(not_read)
         totals["skipped"] += len(not_read)
     for key, value in totals.items():

@@ -125,6 +125,6 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
     not_read = options.get("not_read") or ()
     if not_read:                        # an empty run dir or a path that is gone is named, never skipped
         lines += [f"{heading} Not read ({len(not_read)})", ""]
-        lines += [f"- `{cell(path)}`: {cell(why)}" for path, why in not_read]
+        lines += [f"- {markdown_code(path)}: {cell(why)}" for path, why in not_read]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

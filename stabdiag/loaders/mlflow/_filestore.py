@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...run import Run
-from .._common import number
+from .._common import is_regular_file, number
 from ._common import Selector, build_run
 
 _PARTS = ("metrics", "params", "tags")
@@ -92,6 +92,8 @@ def _files(folder: str) -> list[tuple[str, str]]:
     for dirpath, _, names in os.walk(folder):
         for name in sorted(names):
             path = os.path.join(dirpath, name)
+            if not is_regular_file(path):       # a pipe would block the read; a link may leave the store
+                continue
             out.append((os.path.relpath(path, folder).replace(os.sep, "/"), path))
     return sorted(out)
 

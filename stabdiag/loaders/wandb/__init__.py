@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..._budget import YAML_MAX, yaml_load
 from ...errors import InputError
 from ...run import STEP_RANGE, Run, as_float, exact_step, merge_runs, run_name_for, shown_number
+from .._common import is_regular_file
 
 if TYPE_CHECKING:
     from ._log import LogContents
@@ -243,7 +244,10 @@ def _old_run_meta(files_dir: str) -> dict:
     """Summary and config of an old run from `files/wandb-summary.json` and `files/config.yaml`."""
     meta: dict = {}
     try:
-        with open(os.path.join(files_dir, "wandb-summary.json"), encoding="utf-8") as fh:
+        summary_path = os.path.join(files_dir, "wandb-summary.json")
+        if not is_regular_file(summary_path):        # a pipe there would block the read
+            raise FileNotFoundError(summary_path)
+        with open(summary_path, encoding="utf-8") as fh:
             summary = json.load(fh)
         flat: dict = {}
         _flatten_scalars(summary if isinstance(summary, dict) else {}, "", flat)
@@ -256,6 +260,8 @@ def _old_run_meta(files_dir: str) -> dict:
         return meta
     try:
         path = os.path.join(files_dir, "config.yaml")
+        if not is_regular_file(path):
+            raise FileNotFoundError(path)
         with open(path, encoding="utf-8") as fh:
             raw = yaml_load(fh.read(YAML_MAX + 1), path) or {}       # an alias bomb: refused, not expanded
         meta["config"] = {k: (v.get("value") if isinstance(v, dict) and "value" in v else v)

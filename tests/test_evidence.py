@@ -285,3 +285,14 @@ def test_a_reward_that_climbs_to_the_cap_reads_sure_at_every_logging_phase(tmp_p
                    for key, s in run.series.items()}
         diag = diagnose(Run(run.name, thinned, meta=run.meta), select=["L1.truncation-climb"])
         assert [f.rule for f in diag.findings] == ["L1.truncation-climb"], (phase, diag.unknown)
+
+
+def test_values_near_the_float64_limit_give_no_onset_crash():
+    """bench/fuzz (cases 43995, 48374, ...): Parquet values near 1e308 overflowed the sd, every hinge's fit
+    was NaN and the onset's interval an empty set ("internal error").  Standardized by the largest value
+    first, the onset is found; a NaN fit is no onset."""
+    v = np.linspace(1, 2, 60)
+    v[30:32] = 1e308
+    onset = ev.hinge_onset(np.arange(60), v)
+    assert onset is not None and onset.low <= onset.step <= onset.high
+    assert not ev.hinge_change(np.arange(60), v).sure(3.0)

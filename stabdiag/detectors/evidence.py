@@ -310,12 +310,13 @@ def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int =
         return None
     t0, scale_t = t[0], max(float(t[-1] - t[0]), 1e-12)
     u = (t - t0) / scale_t
-    y_scale = float(np.std(y))
-    if y_scale <= 1e-12 * max(float(np.max(np.abs(y))), 1e-300):
+    z = _standardized(y)
+    if z is None:
         return None
-    z = (y - y.mean()) / y_scale
     cand, sse = _best_hinge(u, z, min_side_points)
-    best = int(np.argmin(sse))
+    if not np.isfinite(sse).any():
+        return None
+    best = int(np.nanargmin(sse))
     sse_min = max(float(sse[best]), 1e-300)
     # effective points from the best fit's residuals: the likelihood counts independent points
     resid = z - _hinge_fit(u, z, float(u[cand[best]]))
@@ -323,6 +324,20 @@ def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int =
     within = n_eff * np.log(np.maximum(sse, 1e-300) / sse_min) <= CHI2_1_95
     inside = cand[within]
     return Onset(int(t[cand[best]]), int(t[inside.min()]), int(t[inside.max()]))
+
+
+def _standardized(y: np.ndarray) -> np.ndarray | None:
+    """(y - mean) / sd, or None for a curve that does not move (sd under 1e-12 of its largest value).
+    Divided by the largest |y| first: values near 1e308 (a float64 logged from an overflow) made the sd
+    itself overflow, every hinge's fit NaN and the onset's interval an empty set."""
+    peak = float(np.max(np.abs(y))) if len(y) else 0.0
+    if not peak > 0 or not math.isfinite(peak):
+        return None
+    w = y / peak
+    sd = float(np.std(w))
+    if not sd > 1e-12:
+        return None
+    return (w - w.mean()) / sd
 
 
 def _block_means(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -367,11 +382,13 @@ def hinge_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 
         return linear_change(t, y, noise_floor=noise_floor)
     t0, scale_t = t[0], max(float(t[-1] - t[0]), 1e-12)
     u = (t - t0) / scale_t
-    y_mean, y_scale = float(y.mean()), float(np.std(y))
-    if y_scale <= 1e-12 * max(float(np.max(np.abs(y))), 1e-300):
+    z = _standardized(y)
+    if z is None:
         return linear_change(t, y, noise_floor=noise_floor)
-    cand, sse = _best_hinge(u, (y - y_mean) / y_scale, min_side_points)
-    tau = float(u[cand[int(np.argmin(sse))]])
+    cand, sse = _best_hinge(u, z, min_side_points)
+    if not np.isfinite(sse).any():
+        return _UNKNOWN
+    tau = float(u[cand[int(np.nanargmin(sse))]])
     x = _hinge_design(u, tau)
     beta, *_ = np.linalg.lstsq(x, y, rcond=None)
     resid = y - x @ beta

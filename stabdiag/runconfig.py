@@ -26,6 +26,9 @@ def read_run_config(folder: str) -> tuple[dict, list[str], list[str]]:
         path = os.path.join(folder, name)
         if not os.path.isfile(path):
             continue
+        if os.path.islink(path) and not _inside(os.path.realpath(path), os.path.realpath(folder)):
+            notes.append(f"{name}: a symbolic link out of the run folder (to {os.path.realpath(path)}); not read")
+            continue
         try:
             if os.path.getsize(path) > _MAX_BYTES:
                 continue
@@ -48,6 +51,10 @@ def read_run_config(folder: str) -> tuple[dict, list[str], list[str]]:
             config.setdefault(key, value)
         used.append(name)
     return config, used, notes
+
+
+def _inside(path: str, folder: str) -> bool:
+    return os.path.commonpath([path, folder]) == folder
 
 
 def _yaml(text: str, path: str):

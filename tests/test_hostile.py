@@ -586,3 +586,22 @@ def test_a_zeroed_block_in_the_middle_of_a_wandb_log_says_its_records_are_lost(t
     run = wr.load(str(path))
     assert 0 < len(run.series["loss"]) < 3000
     assert any("zeroed bytes; the records in them are lost" in n for n in run.notes), run.notes
+
+
+def test_a_run_config_linked_out_of_the_run_folder_is_not_read(tmp_path):
+    """A downloaded tree's config.yaml may be a link to anywhere on the machine: never read, said why."""
+    from stabdiag.runconfig import read_run_config
+
+    outside = tmp_path / "elsewhere.yaml"
+    outside.write_text("actor:\n  kl_loss_coef: 0.001\n")
+    run = tmp_path / "tree" / "run"
+    run.mkdir(parents=True)
+    (run / "config.yaml").symlink_to(outside)
+    config, used, notes = read_run_config(str(run))
+    assert config == {} and used == []
+    assert any("config.yaml: a symbolic link out of the run folder" in n for n in notes), notes
+    (run / "real.yaml").write_text("actor:\n  kl_loss_coef: 0.002\n")
+    (run / "config.yaml").unlink()
+    (run / "config.yaml").symlink_to(run / "real.yaml")            # a link inside the run folder is read
+    config, used, _ = read_run_config(str(run))
+    assert config == {"actor": {"kl_loss_coef": 0.002}} and used == ["config.yaml"]

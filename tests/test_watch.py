@@ -355,3 +355,22 @@ def test_the_terminal_status_table_shows_each_run(tmp_path):
     assert "run" in text and "verdict" in text
     row = next(line for line in text.splitlines() if line.startswith("m "))
     assert "60" in row and "fail" in row and "layer 3" in row and "L3.nonfinite-values (fail)" in row
+
+
+def test_jsonl_follower_notes_a_key_written_flat_and_nested_as_the_reader_does(tmp_path):
+    """issue 29: the reader keeps the form met first in a line and says so; followed in two polls, the
+    same values and the same note (counted over every line so far)."""
+    path = tmp_path / "log.jsonl"
+    finder = Finder(str(tmp_path), {})
+    with open(path, "w") as fh:
+        for s in range(1, 21):
+            fh.write(json.dumps({"step": s, "train/reward": 1.0, "train": {"reward": 2.0}}) + "\n")
+            if s == 10:
+                fh.flush()
+                finder.poll()
+    finder.poll()
+    _same_as_reader(finder, path)
+    (live,) = finder.runs.values()
+    (whole,) = stabdiag.load(path)
+    said = [n for n in whole.notes if "written both as one key and as nested parts" in n]
+    assert said and said[0] in live.run().notes and "in 20 line(s)" in said[0]

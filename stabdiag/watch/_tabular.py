@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 
 from ..errors import InputError
 from ..loaders import _csv, _jsonl, tabular
@@ -38,6 +39,7 @@ class TableFollower(Follower):
         self.lines = 0
         self.meta: dict = {}
         self.notes: list[str] = []
+        self.collided: Counter = Counter()    # JSONL: keys written flat and nested in one line, as load says
 
     def poll(self) -> bool:
         if not self.tail.grew():
@@ -94,7 +96,7 @@ class TableFollower(Follower):
         if not values:
             return None
         rows = _jsonl._records(self.path, linenos, values)
-        columns = _jsonl._block_columns(rows, self.kinds, self.options.get("step_col"))
+        columns = _jsonl._block_columns(rows, self.kinds, self.options.get("step_col"), self.collided)
         return self._to_run(Table(columns, len(rows), lines_from(linenos), self.notes))
 
     def _to_run(self, table: Table) -> Run | None:
@@ -105,5 +107,6 @@ class TableFollower(Follower):
     def run(self) -> Run | None:
         if not len(self.store):
             return None
+        notes = self.notes + _jsonl.collision_notes(self.path, self.collided)
         return Run(run_name_for(self.path), self.store.series(), (self.path,), dict(self.meta),
-                   tuple(dict.fromkeys(self.notes)))
+                   tuple(dict.fromkeys(notes)))

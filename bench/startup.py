@@ -3,7 +3,8 @@ runs most, against `python -c pass` measured in the same run.
 
     python -c pass                           the interpreter alone: the baseline
     import numpy, typer, rich                the dependencies every check needs (arrays, the CLI, the
-                                             terminal report): the floor no stabdiag change can lower
+                                             terminal report), with one BLAS thread as `stabdiag` sets
+                                             it: the floor no stabdiag change can lower
     stabdiag --version                       target <= 0.15 s CPU
     stabdiag check small.csv                 a 200-step x 10-column CSV; target <= 0.35 s CPU
 
@@ -61,7 +62,8 @@ def main() -> None:
         write_small_csv(small)
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
-            FLOOR: [sys.executable, "-c", "import numpy, typer, rich.console, rich.table"],
+            FLOOR: [sys.executable, "-c", "import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); "
+                                          "import numpy, typer, rich.console, rich.table"],
             "stabdiag --version": [sys.executable, "-m", "stabdiag", "--version"],
             "stabdiag check small.csv": [sys.executable, "-m", "stabdiag", "check", str(small)],
         }

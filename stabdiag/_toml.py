@@ -1,8 +1,17 @@
-"""TOML reading with line numbers for error messages (tomllib on 3.11+, tomli before)."""
+"""TOML reading with line numbers for error messages (tomllib on 3.11+, tomli before).
+
+The shipped checklist's files are kept parsed beside them in checklist/__pycache__ (marshal, keyed by
+the text's length and CRC, as Python keeps bytecode; where the folder is not writable every start parses
+again): tomllib is pure Python, and parsing the checklist was a tenth of a cold `stabdiag check`.  Files
+a user gives (rules_dir, stabdiag.toml) are always parsed.
+"""
 
 from __future__ import annotations
 
+import marshal
+import os
 import sys
+import zlib
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -15,8 +24,37 @@ TOMLDecodeError = tomllib.TOMLDecodeError
 CHECKLIST = Path(__file__).with_name("checklist")
 
 
-def loads(text: str) -> dict:
-    return tomllib.loads(text)
+def loads(text: str, shipped: str | None = None) -> dict:
+    """tomllib.loads; for `shipped`, the name of a file of the shipped checklist, through its cache."""
+    if shipped is None:
+        return tomllib.loads(text)
+    raw = text.encode("utf-8", "surrogatepass")
+    cached = CHECKLIST / "__pycache__" / f"{Path(shipped).stem}.{len(raw)}-{zlib.crc32(raw):08x}.toml.marshal"
+    try:
+        data = marshal.loads(cached.read_bytes())
+        if isinstance(data, dict):
+            return data
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    data = tomllib.loads(text)
+    _keep(cached, data)
+    return data
+
+
+def _keep(cached: Path, data: dict) -> None:
+    """Write the parsed file (atomically: a check running beside reads a whole one or none) and drop the
+    copies of its older texts; any failure only means the next start parses again."""
+    try:
+        blob = marshal.dumps(data)
+        cached.parent.mkdir(exist_ok=True)
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+        partial.write_bytes(blob)
+        os.replace(partial, cached)
+        for old in cached.parent.glob(cached.name.split(".", 1)[0] + ".*.toml.marshal"):
+            if old != cached:
+                old.unlink(missing_ok=True)
+    except (OSError, ValueError):
+        pass
 
 
 def line_of(text: str, needle: str, start_line: int = 1) -> int | None:

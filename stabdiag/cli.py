@@ -946,4 +946,7 @@ def methods_explain(name: str = typer.Argument(..., help="Method name, e.g. clip
 
 
 def main() -> None:
+    # one BLAS thread unless the user says otherwise: the detectors' least squares have 3 columns, and
+    # OpenBLAS starting a thread per core costs ~0.1 s CPU of every start (numpy is not imported yet here)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     app(prog_name="stabdiag")

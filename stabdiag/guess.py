@@ -13,6 +13,7 @@ rivals for the same signal is used, and every guess is reported (see `Guesses`).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -215,10 +216,10 @@ def _pattern(body: dict, path: str, text: str) -> Pattern:
                    bool(body.get("common", True)), bool(body.get("numbers", False)))
 
 
-def parse_name_patterns(text: str, path: str) -> NamePatterns:
+def parse_name_patterns(text: str, path: str, *, shipped: bool = False) -> NamePatterns:
     """Parse name_patterns.toml; a malformed pattern is a RuleError naming the file, line and pattern."""
     try:
-        data = _toml.loads(text)
+        data = _toml.loads(text, os.path.basename(path) if shipped else None)
     except _toml.TOMLDecodeError as exc:
         raise RuleError(path, f"not valid TOML: {exc}") from None
     vocab = data.get("vocabulary", {})
@@ -246,4 +247,4 @@ def parse_name_patterns(text: str, path: str) -> NamePatterns:
 @lru_cache(maxsize=1)
 def default_patterns() -> NamePatterns:
     ref = _toml.CHECKLIST / "name_patterns.toml"
-    return parse_name_patterns(ref.read_text(encoding="utf-8"), str(ref))
+    return parse_name_patterns(ref.read_text(encoding="utf-8"), str(ref), shipped=True)

@@ -205,10 +205,10 @@ def _check_contract(spec: DetectorSpec, body: dict, optional: dict, fail) -> Non
                        "message")
 
 
-def parse_rule_file(text: str, path: str, table: AliasTable | None = None) -> list[Rule]:
+def parse_rule_file(text: str, path: str, table: AliasTable | None = None, *, shipped: bool = False) -> list[Rule]:
     table = table or default_alias_table()
     try:
-        data = _toml.loads(text)
+        data = _toml.loads(text, Path(path).name if shipped else None)
     except _toml.TOMLDecodeError as exc:
         raise RuleError(path, f"not valid TOML: {exc}") from None
     unknown = set(data) - {"rule"}
@@ -271,7 +271,7 @@ def _shipped_rules() -> tuple[Rule, ...]:
     rules: list[Rule] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".toml") and entry.name not in DATA_FILES:
-            rules.extend(parse_rule_file(entry.read_text(encoding="utf-8"), f"checklist/{entry.name}"))
+            rules.extend(parse_rule_file(entry.read_text(encoding="utf-8"), f"checklist/{entry.name}", shipped=True))
     return tuple(rules)
 
 

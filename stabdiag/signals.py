@@ -11,6 +11,7 @@ still missing; every guess is kept in `Signals.guessed` and said in the notes.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -120,9 +121,9 @@ def _pattern(template: str) -> re.Pattern:
     return re.compile(f"^{regex}$")
 
 
-def parse_alias_table(text: str, path: str) -> AliasTable:
+def parse_alias_table(text: str, path: str, *, shipped: bool = False) -> AliasTable:
     try:
-        data = _toml.loads(text)
+        data = _toml.loads(text, os.path.basename(path) if shipped else None)
     except _toml.TOMLDecodeError as exc:
         raise RuleError(path, f"not valid TOML: {exc}") from None
     signals: dict[str, SignalDef] = {}
@@ -158,7 +159,7 @@ def parse_alias_table(text: str, path: str) -> AliasTable:
 @lru_cache(maxsize=1)
 def default_alias_table() -> AliasTable:
     ref = _toml.CHECKLIST / "signals.toml"
-    return parse_alias_table(ref.read_text(encoding="utf-8"), str(ref))
+    return parse_alias_table(ref.read_text(encoding="utf-8"), str(ref), shipped=True)
 
 
 def _is_not_score(name: str, words: tuple[str, ...]) -> bool:

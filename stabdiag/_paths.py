@@ -96,3 +96,9 @@ def _hard_link_in(folder: str, target: os.stat_result) -> str | None:
             if (st.st_ino, st.st_dev) == (target.st_ino, target.st_dev):
                 return path
     return None
+
+
+def inside(path: str, folder: str) -> bool:
+    """`path` is `folder` or lies below it (both as given: resolve links first where they matter)."""
+    path, folder = os.path.normpath(path), os.path.normpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

@@ -30,7 +30,7 @@ import stat
 from dataclasses import dataclass
 from types import ModuleType
 
-from ._paths import cannot_open, special_kind, why_not_readable
+from ._paths import cannot_open, inside, special_kind, why_not_readable
 from .ending import died_before_first_step, settled_meta
 from .errors import InputError
 from .loaders import loader_for, uri_loader
@@ -112,7 +112,7 @@ def _discover(source: str | os.PathLike[str], split_sources: bool, seen: dict) -
         groups.setdefault(key, []).append(path)
     runs = []
     for root in sorted(groups):
-        refused_here = tuple((f, why) for f, why in refused if _inside(f, root))
+        refused_here = tuple((f, why) for f, why in refused if inside(f, root))
         runs.append(RunFiles(name=_display_name(root, source), files=tuple(groups[root]), root=root,
                              refused=refused_here))
     return _with_skipped(_members(runs, source, selector, dict(claimed)), unreadable)
@@ -212,7 +212,7 @@ def _not_read(runs: list[RunFiles], *, source: str, folders: dict[str, int], ref
     roots |= {os.path.normpath(os.path.dirname(r.files[0])) for r in runs if not r.root and r.files}
     holding: set[str] = set()                  # folders with a run in or below them
     for root in roots:
-        while _inside(root, top) and root not in holding:
+        while inside(root, top) and root not in holding:
             holding.add(root)
             root = os.path.dirname(root)
     total: dict[str, int] = dict.fromkeys(folders, 0)
@@ -226,26 +226,26 @@ def _not_read(runs: list[RunFiles], *, source: str, folders: dict[str, int], ref
     out: list[tuple[str, str]] = []
     named: list[str] = []
     for folder in sorted(folders):
-        if folder == top or folder in holding or any(_inside(folder, r) for r in roots):
+        if folder == top or folder in holding or any(inside(folder, r) for r in roots):
             continue
-        if os.path.dirname(folder) not in parents_of_runs or any(_inside(folder, n) for n in named):
+        if os.path.dirname(folder) not in parents_of_runs or any(inside(folder, n) for n in named):
             continue
-        inside = [(p, why) for p, why in refused + unreadable if _inside(p, folder)]
-        if inside and all(is_rollout_dump(p) for p, _ in inside):
+        within = [(p, why) for p, why in refused + unreadable if inside(p, folder)]
+        if within and all(is_rollout_dump(p) for p, _ in within):
             continue                    # stabdiag probe's inputs (rollouts and a model), not a run
-        if not inside and total.get(folder, 0) == 1 and os.path.isfile(os.path.join(folder, "meta.yaml")):
+        if not within and total.get(folder, 0) == 1 and os.path.isfile(os.path.join(folder, "meta.yaml")):
             continue                    # an MLflow experiment with no runs (every store has "Default")
         named.append(folder)
-        if inside:
-            why = "; ".join(f"{_rel(p, folder)}: {w}" for p, w in inside[:3]) + (
-                f"; and {len(inside) - 3} more" if len(inside) > 3 else "")
+        if within:
+            why = "; ".join(f"{_rel(p, folder)}: {w}" for p, w in within[:3]) + (
+                f"; and {len(within) - 3} more" if len(within) > 3 else "")
         elif total.get(folder, 0) == 0:
             why = "an empty folder"
         else:
             why = f"no metric log ({total[folder]} file(s), none in a format stabdiag reads)"
         out.append((folder, why))
     for path, why in refused:
-        if not any(_inside(path, r) for r in roots) and not any(_inside(path, n) for n in named) \
+        if not any(inside(path, r) for r in roots) and not any(inside(path, n) for n in named) \
                 and not is_rollout_dump(path):
             out.append((path, why))
     return tuple(out)
@@ -282,7 +282,7 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
             stores += 1
             stored.extend((run, path, run_id, name, group) for run_id, name, group in listing(path, selector))
             store = loaders[path].store_of(path) if hasattr(loaders[path], "store_of") else path
-            store_label[path] = os.path.relpath(store, source) if _inside(store, source) and \
+            store_label[path] = os.path.relpath(store, source) if inside(store, source) and \
                 os.path.normpath(store) != os.path.normpath(source) else os.path.basename(store)
         if rest:
             out.append(run if len(rest) == len(run.files) else RunFiles(run.name, tuple(rest), run.uri, run.root,
@@ -416,7 +416,7 @@ def _link_problem(link: str, top: str, quiet: bool) -> str:
     is never followed (a downloaded tree could point the reader anywhere on the machine: a pipe, a
     device, someone's files) and is said, with where it points."""
     target = os.path.realpath(link)
-    if quiet or _inside(target, top):
+    if quiet or inside(target, top):
         return "skip"
     return f"a symbolic link to {target}, outside the checked folder; not followed (check that path itself)"
 
@@ -445,7 +445,7 @@ class _Owners:
 
     def _owner_above(self, folder: str) -> str | None:
         child, parent = folder, os.path.dirname(folder)
-        while parent != child and _inside(parent, self.source):
+        while parent != child and inside(parent, self.source):
             if _attached(os.path.basename(child)) and (parent in self.roots or self._is_output_dir(parent)):
                 return parent
             child, parent = parent, os.path.dirname(parent)
@@ -477,11 +477,6 @@ def _is_hf_output_dir(folder: str) -> bool:
         except OSError:
             return False
     return False
-
-
-def _inside(path: str, folder: str) -> bool:
-    path, folder = os.path.normpath(path), os.path.normpath(folder)
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _display_name(root: str, source: str) -> str:
@@ -534,7 +529,7 @@ def _with_skipped(runs: list[RunFiles], unreadable: list[tuple[str, str]]) -> li
         return runs
     by_run: dict[int, list[tuple[str, str]]] = {}
     for path, why in unreadable:
-        owner = next((i for i, run in enumerate(runs) if run.root and _inside(path, run.root)), 0)
+        owner = next((i for i, run in enumerate(runs) if run.root and inside(path, run.root)), 0)
         by_run.setdefault(owner, []).append((path, why))
     return [RunFiles(run.name, run.files, run.uri, run.root, run.refused, run.skipped + tuple(by_run.get(i, ())))
             for i, run in enumerate(runs)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from ._paths import inside
 from .errors import InputError
 
 _CANDIDATES = (os.path.join(".hydra", "config.yaml"), "config.yaml", "config.yml", "config.json", "args.json",
@@ -26,7 +27,7 @@ def read_run_config(folder: str) -> tuple[dict, list[str], list[str]]:
         path = os.path.join(folder, name)
         if not os.path.isfile(path):
             continue
-        if os.path.islink(path) and not _inside(os.path.realpath(path), os.path.realpath(folder)):
+        if os.path.islink(path) and not inside(os.path.realpath(path), os.path.realpath(folder)):
             notes.append(f"{name}: a symbolic link out of the run folder (to {os.path.realpath(path)}); not read")
             continue
         try:
@@ -51,10 +52,6 @@ def read_run_config(folder: str) -> tuple[dict, list[str], list[str]]:
             config.setdefault(key, value)
         used.append(name)
     return config, used, notes
-
-
-def _inside(path: str, folder: str) -> bool:
-    return os.path.commonpath([path, folder]) == folder
 
 
 def _yaml(text: str, path: str):

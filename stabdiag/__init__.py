@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from importlib import import_module
 from typing import TYPE_CHECKING
 
+from ._lazy import lazy_exports
 from ._version import __version__
 from .errors import ConfigError, InputError, MissingExtraError, RuleError, StabdiagError
 
@@ -33,17 +33,7 @@ _LAZY = {"Diagnosis": ".diagnosis", "Finding": ".diagnosis", "LayerResult": ".di
          "Run": ".run", "Series": ".run"}
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stabdiag' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 def load(source, *, split_sources: bool = False, **options) -> list[Run]:

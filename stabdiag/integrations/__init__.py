@@ -23,7 +23,7 @@ is first used, lightning only when StabdiagLightningCallback is (PEP 562).
 
 from __future__ import annotations
 
-from importlib import import_module
+from .._lazy import lazy_exports
 
 __all__ = ["Monitor", "StabdiagCallback", "StabdiagLightningCallback"]
 
@@ -31,14 +31,4 @@ _LAZY = {"Monitor": ".monitor", "StabdiagCallback": ".trainer_callback",
          "StabdiagLightningCallback": ".lightning_callback"}
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stabdiag.integrations' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

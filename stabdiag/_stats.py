@@ -400,6 +400,11 @@ def true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2])]
 
 
+def first_long_run(steps: np.ndarray, mask: np.ndarray, need: float) -> tuple[int, int] | None:
+    """The first (start, end) inclusive stretch of True that spans at least `need` steps, or None."""
+    return next(((a, b) for a, b in true_runs(mask) if steps[b] - steps[a] >= need), None)
+
+
 def persistent_nonfinite_index(values: np.ndarray, recover_points: int = 3) -> int | None:
     """Index of the first non-finite value the curve does not come back from, or None.
 

@@ -171,16 +171,17 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
     floor = floor_frac * early
     smooth = st.rolling_median(v.values, _smooth_window(len(v.values)))
     need = max(min_breach_steps, min_breach_frac_of_run * v.span)
-    for a, b in st.true_runs(smooth < floor):
-        if v.steps[b] - v.steps[a] >= need:
-            explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac)
-            if not explained and (quiet := sharpening(evals, v, _fall_start(v, float(v.steps[b]), early),
-                                                      float(v.steps[b]))) is not None:
-                return quiet
-            return Evidence(int(v.steps[a]), int(v.steps[b]), {
-                "signal": v.signal, "key": v.key, "early": early, "floor": floor, "floor_frac": floor_frac,
-                "lowest": float(np.min(smooth[a:b + 1])), "last": float(smooth[b])},
-                explained_by="zero_std_frac" if explained else None)
+    stretch = st.first_long_run(v.steps, smooth < floor, need)
+    if stretch is not None:
+        a, b = stretch
+        explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac)
+        if not explained and (quiet := sharpening(evals, v, _fall_start(v, float(v.steps[b]), early),
+                                                  float(v.steps[b]))) is not None:
+            return quiet
+        return Evidence(int(v.steps[a]), int(v.steps[b]), {
+            "signal": v.signal, "key": v.key, "early": early, "floor": floor, "floor_frac": floor_frac,
+            "lowest": float(np.min(smooth[a:b + 1])), "last": float(smooth[b])},
+            explained_by="zero_std_frac" if explained else None)
     return None
 
 

@@ -42,14 +42,15 @@ def lr_collapsed_early(lr: Curve, loss: Curve | None = None, *, collapse_frac, m
     # strictly below: two 10x plateau cuts land exactly on 1% of the peak and are a schedule, not a collapse
     collapsed = smooth < collapse_frac * peak * (1 - 1e-6)       # (1 - 1e-6): rounding of the product
     collapsed[:peak_i + 1] = False                       # warm-up from 0 comes before the peak
-    for a, b in st.true_runs(collapsed):
-        if v.steps[b] - v.steps[a] >= need:
-            level = float(st.median(v.values[a:b + 1]))
-            return Evidence(int(v.steps[a]), int(v.steps[b]), {
-                "signal": v.signal, "key": v.key, "peak": peak, "peak_step": int(v.steps[peak_i]),
-                "level": level, "frac_of_peak": level / peak,
-                "stretch": int(v.steps[b] - v.steps[a]),
-                "run_frac": float(v.steps[b] - v.steps[a]) / max(v.span, 1)})
+    stretch = st.first_long_run(v.steps, collapsed, need)
+    if stretch is not None:
+        a, b = stretch
+        level = float(st.median(v.values[a:b + 1]))
+        return Evidence(int(v.steps[a]), int(v.steps[b]), {
+            "signal": v.signal, "key": v.key, "peak": peak, "peak_step": int(v.steps[peak_i]),
+            "level": level, "frac_of_peak": level / peak,
+            "stretch": int(v.steps[b] - v.steps[a]),
+            "run_frac": float(v.steps[b] - v.steps[a]) / max(v.span, 1)})
     points = 0 if loss is None else len(loss.finite().values)
     if points < MIN_CLEAN_POINTS:
         return NotJudged(f"the schedule did not collapse, but the loss has {points} finite point(s): the "

@@ -248,11 +248,12 @@ def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a stretch of "
                          f"{min_stretch_steps:g} steps is needed")
     smooth = st.rolling_median(f.values, 5)
-    for a, b in st.true_runs(smooth >= min_frac):
-        if f.steps[b] - f.steps[a] >= need:
-            return Evidence(int(f.steps[a]), int(f.steps[b]), {
-                "signal": f.signal, "key": f.key, "fraction": float(st.median(f.values[a:b + 1])),
-                "kind": _equal_group_kind(level, int(f.steps[a]), int(f.steps[b]), easy_level, hard_level)})
+    stretch = st.first_long_run(f.steps, smooth >= min_frac, need)
+    if stretch is not None:
+        a, b = stretch
+        return Evidence(int(f.steps[a]), int(f.steps[b]), {
+            "signal": f.signal, "key": f.key, "fraction": float(st.median(f.values[a:b + 1])),
+            "kind": _equal_group_kind(level, int(f.steps[a]), int(f.steps[b]), easy_level, hard_level)})
     return None
 
 

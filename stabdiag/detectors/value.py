@@ -62,12 +62,13 @@ def _loss_climb(curve: Curve, min_ratio: float, early_frac: float, min_stretch_s
         return NotJudged(f"{v.key} starts at {early:.3g}: no positive level to compare a climb with")
     smooth = st.rolling_median(v.values, 5)
     need = _need(v, min_stretch_steps, min_stretch_frac_of_run)
-    for a, b in st.true_runs(smooth >= min_ratio * early):
-        if v.steps[b] - v.steps[a] >= need:
-            level = float(st.median(v.values[a:b + 1]))
-            return (int(v.steps[a]), int(v.steps[b]),
-                    f"{v.key} {early:.3g} -> {level:.3g} ({level / early:.1f}x its early level) over steps "
-                    f"{int(v.steps[a])}-{int(v.steps[b])}")
+    stretch = st.first_long_run(v.steps, smooth >= min_ratio * early, need)
+    if stretch is not None:
+        a, b = stretch
+        level = float(st.median(v.values[a:b + 1]))
+        return (int(v.steps[a]), int(v.steps[b]),
+                f"{v.key} {early:.3g} -> {level:.3g} ({level / early:.1f}x its early level) over steps "
+                f"{int(v.steps[a])}-{int(v.steps[b])}")
     return None
 
 
@@ -86,10 +87,11 @@ def _explained_var_lost(curve: Curve, learned: float, lost: float, min_stretch_s
     need = _need(e, min_stretch_steps, min_stretch_frac_of_run)
     below = smooth < lost
     below[:above[0] + 1] = False         # the fall comes after the critic had learned
-    for a, b in st.true_runs(below):
-        if e.steps[b] - e.steps[a] >= need:
-            level = float(st.median(e.values[a:b + 1]))
-            return (int(e.steps[a]), int(e.steps[b]),
-                    f"{e.key} {float(smooth[best_i]):.2f} (step {int(e.steps[best_i])}) -> {level:.2f} over steps "
-                    f"{int(e.steps[a])}-{int(e.steps[b])}")
+    stretch = st.first_long_run(e.steps, below, need)
+    if stretch is not None:
+        a, b = stretch
+        level = float(st.median(e.values[a:b + 1]))
+        return (int(e.steps[a]), int(e.steps[b]),
+                f"{e.key} {float(smooth[best_i]):.2f} (step {int(e.steps[best_i])}) -> {level:.2f} over steps "
+                f"{int(e.steps[a])}-{int(e.steps[b])}")
     return None

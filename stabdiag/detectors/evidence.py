@@ -63,8 +63,13 @@ class Change:
     n_eff: float          # effective number of independent points
     rho: float            # lag-1 autocorrelation of the residuals (bias-corrected, clipped to 0..0.99)
     noise_sd: float       # residual sd used (never under the noise floor given)
-    fitted_range: float = math.nan   # range of the fitted curve over the window (hinge_change only)
     knots: tuple[tuple[float, float], ...] = ()   # the fitted curve's (step, level) corners (hinge_change only)
+
+    @property
+    def fitted_range(self) -> float:
+        """The range the fitted curve covers over the window (NaN without a fitted curve)."""
+        levels = [level for _, level in self.knots]
+        return max(levels) - min(levels) if levels else math.nan
 
     @property
     def z(self) -> float:
@@ -399,14 +404,13 @@ def hinge_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 
     top = 1 if fitted[1] > fitted[2] else 2
     d = at[top] - at[0]
     estimate = fitted[top] - fitted[0]
-    span = max(fitted) - min(fitted)
     knots = tuple((float(t0 + a[1] * scale_t), level) for a, level in zip(at, fitted))
     if n_eff <= 4:
-        return Change(estimate, math.inf, -math.inf, math.inf, n, n_eff, rho, sd, span, knots)
+        return Change(estimate, math.inf, -math.inf, math.inf, n, n_eff, rho, sd, knots)
     cov = np.linalg.pinv(x.T @ x)
     se = sd * math.sqrt(max(float(d @ cov @ d), 0.0)) * math.sqrt((n - 3) / (n_eff - 3))
     q = t975(n_eff - 3)
-    return Change(estimate, se, estimate - q * se, estimate + q * se, n, n_eff, rho, sd, span, knots)
+    return Change(estimate, se, estimate - q * se, estimate + q * se, n, n_eff, rho, sd, knots)
 
 
 def _hinge_sse(u: np.ndarray, z: np.ndarray, taus: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ import pytest
 from stabdiag import assemble, loaders
 from stabdiag.engine import diagnose
 from stabdiag.errors import InputError
-from stabdiag.loaders import notebook
+from stabdiag.loaders.text import notebook
 from stabdiag.loaders import trainer_state as hf_trainer_state
 from stabdiag.signals import resolve
 

@@ -19,6 +19,7 @@ from stabdiag.engine import diagnose
 from stabdiag.loaders import mlflow as mlflow_loader
 from stabdiag.loaders import uri_loader
 from stabdiag.loaders.mlflow import _sqlite
+from stabdiag.loaders.mlflow._common import Selector
 from tests.clihelp import assert_one_error, cli
 
 STORES = Path(__file__).parent / "fixtures" / "mlflow"
@@ -118,7 +119,7 @@ def test_points_written_out_of_order_keep_each_keys_write_order(tmp_path, odd_ro
     # MLflow) is sorted by SQLite
     copy = tmp_path / "mlflow.db"
     copy.write_bytes((STORES / "mlflow.db").read_bytes())
-    run_id = _sqlite.members(str(copy), mlflow_loader.Selector())[0][0]
+    run_id = _sqlite.members(str(copy), Selector())[0][0]
     rows = [("zeta", 5.0, 900, 3), ("alpha", 1.0, 2000, 1), ("alpha", 2.0, 1000, 1), ("alpha", 3.0, 1000, 2),
             ("Beta", 4.0, 1000, 2), ("alpha", 7.0, 1000, 1), ("\u00e9t\u00e9", 6.0, 5, 0), ("zeta", 8.0, 900, 3)]
     with sqlite3.connect(copy) as db:

@@ -14,20 +14,29 @@ import sys
 import zlib
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
-TOMLDecodeError = tomllib.TOMLDecodeError
 # the shipped checklist, beside this file (a plain path: importlib.resources costs a start-up for nothing)
 CHECKLIST = Path(__file__).with_name("checklist")
+
+
+def _tomllib():
+    """tomllib, imported on first parse: a start whose checklist comes from the cache parses nothing."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    return tomllib
+
+
+def __getattr__(name: str):
+    if name == "TOMLDecodeError":     # read only in `except` clauses, i.e. once parsing failed
+        return _tomllib().TOMLDecodeError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def loads(text: str, shipped: str | None = None) -> dict:
     """tomllib.loads; for `shipped`, the name of a file of the shipped checklist, through its cache."""
     if shipped is None:
-        return tomllib.loads(text)
+        return _tomllib().loads(text)
     raw = text.encode("utf-8", "surrogatepass")
     cached = CHECKLIST / "__pycache__" / f"{Path(shipped).stem}.{len(raw)}-{zlib.crc32(raw):08x}.toml.marshal"
     try:
@@ -36,7 +45,7 @@ def loads(text: str, shipped: str | None = None) -> dict:
             return data
     except (OSError, EOFError, ValueError, TypeError):
         pass
-    data = tomllib.loads(text)
+    data = _tomllib().loads(text)
     _keep(cached, data)
     return data
 

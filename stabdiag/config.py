@@ -134,6 +134,8 @@ def read_config(path: str | os.PathLike[str]) -> ConfigFile | None:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot read the config file ({exc.strerror or exc})") from None
+    if path.name == "pyproject.toml" and "stabdiag" not in text:
+        return None        # no [tool.stabdiag] in any spelling: another tool's file, not parsed for nothing
     try:
         data = _toml.loads(text)
     except _toml.TOMLDecodeError as exc:

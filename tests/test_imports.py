@@ -94,3 +94,18 @@ def test_version_and_import_load_no_numpy(tmp_path):
     for args in (["--version"], ["import"]):
         found = imported(args, ("numpy", *HEAVY), tmp_path)
         assert not found, f"{' '.join(args)} imported " + explain(found)
+
+
+# What a CSV does not need, each a few ms of a cold start: the other formats' readers (the console readers'
+# regexes, sqlite3 for MLflow, html.parser for notebooks), tomllib (the shipped checklist comes from its
+# cache, and a pyproject.toml with no [tool.stabdiag] is not parsed), rich's emoji table.
+NOT_FOR_A_CSV = ("stabdiag.loaders.text", "stabdiag.loaders.trainer_state", "sqlite3", "html.parser", "tomllib",
+                 "rich._emoji_codes", "stabdiag.nightly")
+
+
+def test_check_of_a_small_csv_reads_no_other_format_code(tmp_path):
+    path = small_csv(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "trainer"\n', encoding="utf-8")
+    imported(["check", str(path)], NOT_FOR_A_CSV, tmp_path)       # the first run may write the cache
+    found = imported(["check", str(path)], NOT_FOR_A_CSV, tmp_path)
+    assert not found, "check of a CSV imported " + explain(found)

@@ -9,8 +9,8 @@ Exit codes: 0 verdict below --fail-on, 1 verdict at/above --fail-on (default dan
 usage, or an inconclusive verdict (unless --fail-on never).
 """
 
-from __future__ import annotations
-
+# no `from __future__ import annotations`: typer evaluates string annotations at every
+# start (see stabdiag/cli.py)
 import glob
 import os
 import sys

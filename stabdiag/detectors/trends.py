@@ -62,8 +62,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     to 1 if smaller); flat also needs the eval's gain, `flat_se` standard errors higher, under that (a
     creep of +0.02 beside an eval whose noise is 0.02 cannot show whether it followed).  Each
     eval is read against the rise's progress on its two-phase fit (_rise_shape).  Fires when a large,
-    sure rise meets a flat eval; not judged when the rise is large but not sure (too noisy to tell) or
-    no eval could be read."""
+    sure rise meets a flat eval; not judged when the rise is large but not sure (too noisy to tell), when
+    no eval could be read, or when beside a flat eval another gained as much as tracking would give it,
+    not surely (the checks disagree: one flat eval among several is not the reward leaving them behind)."""
     r = rising.finite()
     if len(r.steps) < 10 or r.span < min_steps:
         return NotJudged(f"{r.signal} covers {r.span} steps in {len(r.steps)} points; a rise is judged over "
@@ -108,16 +109,19 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         if binomial_sd > 0 and not shared_units and 0 < start_level < 1 else None
     changes: dict[str, float] = {}
     unread: list[str] = []
+    leaning: list[str] = []
     for curve in flat:
-        verdict = _eval_against_rise(curve, r, shape, start_level, rise, window, min_flat_points,
-                                     min_covered_frac, max_flat_gain_rel, max_flat_upper_rel, flat_se,
-                                     follow_rel, shared_units)
-        if verdict == "tracks":
+        kind, reading = _eval_against_rise(curve, r, shape, start_level, rise, window, min_flat_points,
+                                           min_covered_frac, max_flat_gain_rel, max_flat_upper_rel, flat_se,
+                                           follow_rel, shared_units)
+        if kind == "tracks":
             return None
-        if isinstance(verdict, str):
-            unread.append(verdict)
+        if kind == "flat":
+            changes[curve.signal] = reading
         else:
-            changes[curve.signal] = verdict
+            unread.append(reading)
+            if kind == "leans":
+                leaning.append(reading)
     # the rise's interval: the trend's uncertainty around the level change
     low, high_ = rise - (trend.estimate - trend.low), rise + (trend.high - trend.estimate)
     said = (f"{r.signal} {start_level:.3g} -> {start_level + rise:.3g} (+{rise:.3g}, 95% interval "
@@ -125,6 +129,11 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     if not changes:
         return NotJudged(f"{said} by step {int(r.steps[peak])}, but no independent check could be read "
                          "against it: " + "; ".join(unread))
+    if leaning:
+        # one check flat, another up by as much as following the rise would give it but not surely: the
+        # checks disagree, and the flat one alone does not show the reward left them behind
+        return NotJudged(f"too noisy to tell: {said} while evals moved {_eval_summary(changes)}, but "
+                         + "; ".join(leaning))
     if not trend.sure(min_rise_z) or rise_share < min_rise_share:
         # large by one reading, but not sure (or the points and the fit disagree): never a pass
         return NotJudged(f"too noisy to tell: {said}, trend z {trend.z:.1f} after autocorrelation (needs "
@@ -151,17 +160,19 @@ def _rise_shape(trend: ev.Change, r: Curve, smooth: np.ndarray, start_level: flo
 def _eval_against_rise(curve: Curve, r: Curve, shape: tuple[np.ndarray, np.ndarray], start_level: float,
                        rise: float, window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
                        upper_rel: float, se_count: float, follow_rel: float | None,
-                       shared_units: bool) -> str | float:
-    """"tracks", the eval's change over the rise (flat), or why it cannot be read (a str).  The change
+                       shared_units: bool) -> tuple[str, float | str]:
+    """("tracks", gain), ("flat", gain), or why it cannot be read: ("leans", why) when its gain is as
+    large as tracking but not sure, ("unread", why) otherwise.  The change
     is read against the eval's own scale (its level, or its headroom to 1 on a 0..1 eval if smaller), or,
     for curves in the rising curve's units (components of one summed reward), against the rise itself."""
     c = curve.finite()
     keep = (c.steps >= window[0]) & (c.steps <= window[1])
     if keep.sum() < min_points:
-        return f"{c.signal} has {int(keep.sum())} point(s) inside the rise (needs {min_points:g})"
+        return "unread", f"{c.signal} has {int(keep.sum())} point(s) inside the rise (needs {min_points:g})"
     progress = np.interp(c.steps[keep], *shape)
     if float(progress.max() - progress.min()) < min_covered:
-        return f"{c.signal} sees {float(progress.max() - progress.min()):.0%} of the rise (needs {min_covered:.0%})"
+        return "unread", (f"{c.signal} sees {float(progress.max() - progress.min()):.0%} of the rise "
+                          f"(needs {min_covered:.0%})")
     values = c.values[keep]
     order = np.argsort(c.steps[keep], kind="stable")
     gain, gain_se = _ols_slope(progress, values)
@@ -175,18 +186,19 @@ def _eval_against_rise(curve: Curve, r: Curve, shape: tuple[np.ndarray, np.ndarr
     scale = rise if shared_units else (min(level, room) if room is not None and room > 0 else level)
     rel, rel_se = gain / scale, gain_se / scale
     if rel - se_count * rel_se > 0 and rel > gain_rel:
-        return "tracks"
+        return "tracks", gain
     # an eval that rose surely from where the rise began to its later level (a jump, then a hold, which a
     # line through the progress reads poorly) tracks too
     jumped = ev.level_gain(values[order])
     if jumped.sure(se_count) and jumped.estimate / (rise if shared_units else scale) > gain_rel:
-        return "tracks"
+        return "tracks", gain
     if rel > gain_rel or rel + se_count * rel_se > upper_rel:
-        return f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
+        return ("leans" if rel > gain_rel else "unread"), \
+            f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
     if follow_rel is not None and rel + se_count * rel_se >= follow_rel:
-        return (f"{c.signal} is too coarse to tell whether it followed the rise ({rel:+.1%} +- {rel_se:.1%} of "
-                f"its scale; following it would add >= {follow_rel:.1%})")
-    return gain
+        return "unread", (f"{c.signal} is too coarse to tell whether it followed the rise ({rel:+.1%} +- "
+                          f"{rel_se:.1%} of its scale; following it would add >= {follow_rel:.1%})")
+    return "flat", gain
 
 
 def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, max_flat_gain_rel,

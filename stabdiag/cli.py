@@ -7,6 +7,7 @@ changes a code.
 
 # No `from __future__ import annotations`: typer reads every command's annotations at each start, and as
 # objects they cost half of what evaluating their strings does (~10 ms of a cold check).
+import copy
 import json
 import os
 import shutil
@@ -952,4 +953,18 @@ def main() -> None:
     # one BLAS thread unless the user says otherwise: the detectors' least squares have 3 columns, and
     # OpenBLAS starting a thread per core costs ~0.1 s CPU of every start (numpy is not imported yet here)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    app(prog_name="stabdiag")
+    _app_for(sys.argv[1:])(prog_name="stabdiag")
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """The app, or where the first argument names one of its commands, the app with only that command:
+    typer builds every command and reads its annotations at each start (~8 ms), and `stabdiag check`
+    needs its own alone.  Its usage, help and errors read the same; anything else (no command, a
+    group such as `rules`, an option first) gets the whole app."""
+    chosen = [c for c in app.registered_commands
+              if args and (c.name or typer.main.get_command_name(c.callback.__name__)) == args[0]]
+    if not chosen:
+        return app
+    solo = copy.copy(app)
+    solo.registered_commands, solo.registered_groups = chosen, []
+    return solo

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from stabdiag.assemble import load
-from stabdiag.cli import app
+from stabdiag.cli import _app_for
 
 runner = CliRunner()
 
@@ -18,7 +18,8 @@ def one(path):
 
 
 def cli(*args):
-    result = runner.invoke(app, list(args))
+    # the app `stabdiag ARGS` runs: the whole app, or the one command ARGS names (cli._app_for)
+    result = runner.invoke(_app_for(list(args)), list(args))
     assert "Traceback" not in result.output
     return result
 

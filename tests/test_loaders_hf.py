@@ -12,8 +12,8 @@ import pytest
 from stabdiag import assemble, loaders
 from stabdiag.engine import diagnose
 from stabdiag.errors import InputError
-from stabdiag.loaders.text import notebook
 from stabdiag.loaders import trainer_state as hf_trainer_state
+from stabdiag.loaders.text import notebook
 from stabdiag.signals import resolve
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"

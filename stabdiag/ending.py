@@ -269,6 +269,9 @@ _COUNTER_SPELLINGS = tuple(re.compile(word + r"(?<![A-Za-z]" + word + ")" + rest
                            for word, rest in (("step", ""), ("Step", ""), ("STEP", ""), ("iter", "(?:ation)?"),
                                               ("Iter", "(?:ation)?"), ("ITER", "(?:ATION)?")))
 _EPOCH_CANDIDATE = re.compile(r"epoch[:\s]\s*\d+\s*/\s*\d+")   # _EPOCH_COUNTER, literal first, for folded text
+# and for _folded_bytes: any byte of a non-ASCII character may be one of a Unicode space or digit there
+_EPOCH_CANDIDATE_BYTES = re.compile(rb"epoch[:\s\x1c-\x1f\x80-\xff][\s\x1c-\x1f\x80-\xff]*[\d\x80-\xff]+"
+                                    rb"[\s\x1c-\x1f\x80-\xff]*/[\s\x1c-\x1f\x80-\xff]*[\d\x80-\xff]")
 _PER_EPOCH = -1
 _PLAN_BYTES = 128 << 10          # of the head and of the tail of a long console, for its planned length
 _PLANNED_CONFIG_KEYS = ("total_training_steps", "train_iters", "max_steps", "num_training_steps", "total_steps",
@@ -350,7 +353,7 @@ def _counter_total(text: str) -> int | None:
 def _has_epoch_counter(text: str) -> bool:
     """_EPOCH_COUNTER.search(text) is not None, searched for from where its literal-first form finds a
     candidate in the case-folded text (folding keeps every position, see _folded)."""
-    if b"epoch" not in _folded_bytes(text):      # most logs: found out at C speed
+    if _EPOCH_CANDIDATE_BYTES.search(_folded_bytes(text)) is None:     # most logs: found out at C speed
         return False
     first = _EPOCH_CANDIDATE.search(_folded(text))
     return first is not None and _EPOCH_COUNTER.search(text, first.start()) is not None

@@ -70,6 +70,7 @@ _LITERAL_PARTS = {_METRIC_RECORD: tuple(re.compile(part) for part in _METRIC_REC
 # the non-ASCII letters that IGNORECASE matches to an ASCII letter (re folds İ and ı to i, ſ to s, the Kelvin
 # sign to k; no other code point does), written as that letter before lowering
 _FOLDED_LETTERS = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
+_FOLDED_LETTER_BYTES = tuple((letter.encode(), ascii_letter.encode()) for letter, ascii_letter in _FOLDED_LETTERS)
 
 
 def _with_ascii_letters(text: str) -> str:
@@ -90,10 +91,14 @@ def _folded(text: str) -> str:
 def _folded_bytes(text: str) -> bytes:
     """_folded(text) as UTF-8 with only its ASCII letters lowered: the same lines and the same ASCII
     literals, three times faster to make than _folded of a text that is not ASCII (UTF-8 never holds an
-    ASCII byte inside a character)."""
+    ASCII byte inside a character, and a letter's encoding is found only where that letter is)."""
     if text.isascii():
         return text.encode("ascii").lower()
-    return _with_ascii_letters(text).encode("utf-8", "surrogatepass").lower()
+    data = text.encode("utf-8", "surrogatepass")
+    for letter, ascii_letter in _FOLDED_LETTER_BYTES:
+        if letter in data:
+            data = data.replace(letter, ascii_letter)
+    return data.lower()
 
 
 @dataclass(frozen=True, slots=True)

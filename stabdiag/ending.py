@@ -273,6 +273,7 @@ _EPOCH_COUNTER = re.compile(r"\bepoch[:\s]\s*\d+\s*/\s*\d+", re.IGNORECASE)
 _COUNTER_SPELLINGS = tuple(re.compile(word + r"(?<![A-Za-z]" + word + ")" + rest + r"[:\s]\s*\d+\s*/\s*(\d+)\b")
                            for word, rest in (("step", ""), ("Step", ""), ("STEP", ""), ("iter", "(?:ation)?"),
                                               ("Iter", "(?:ation)?"), ("ITER", "(?:ATION)?")))
+_COUNTER_WORDS = ((b"step", _COUNTER_SPELLINGS[:3]), (b"iter", _COUNTER_SPELLINGS[3:]))   # each word, lowered
 _EPOCH_CANDIDATE = re.compile(r"epoch[:\s]\s*\d+\s*/\s*\d+")   # _EPOCH_COUNTER, literal first, for folded text
 # and for _folded_bytes: any byte of a non-ASCII character may be one of a Unicode space or digit there
 _EPOCH_CANDIDATE_BYTES = re.compile(rb"epoch[:\s\x1c-\x1f\x80-\xff][\s\x1c-\x1f\x80-\xff]*[\d\x80-\xff]+"
@@ -338,10 +339,13 @@ def _counter_total(text: str) -> int | None:
     counter's line holds an `epoch N/M` counter too (its total is not the run's), None for no counter.
     Without an epoch counter the totals are counted from one findall per spelling of the counter's word
     (_COUNTER_SPELLINGS)."""
-    if _has_epoch_counter(text):
-        return _counter_total_by_lines(text, per_epoch=True)
+    folded = _folded_bytes(text)
+    # the spellings of a word the folded text does not hold cannot match (a scan each saved)
+    spellings = [s for word, spellings in _COUNTER_WORDS if word in folded for s in spellings]
+    if _has_epoch_counter(text, folded):
+        return _counter_total_by_lines(text, spellings, per_epoch=True)
     found: Counter[str] = Counter()
-    for spelling in _COUNTER_SPELLINGS:
+    for spelling in spellings:
         found.update(spelling.findall(text))
     totals: dict[int, int] = {}
     for digits, count in found.items():
@@ -351,25 +355,26 @@ def _counter_total(text: str) -> int | None:
         return None
     most = max(totals.values())
     if sum(count == most for count in totals.values()) > 1:
-        return _counter_total_by_lines(text, per_epoch=False)    # a tie: the first shown wins, read in order
+        return _counter_total_by_lines(text, spellings, per_epoch=False)   # a tie: the first shown wins, in order
     return max(totals, key=totals.__getitem__)
 
 
-def _has_epoch_counter(text: str) -> bool:
+def _has_epoch_counter(text: str, folded: bytes) -> bool:
     """_EPOCH_COUNTER.search(text) is not None, searched for from where its literal-first form finds a
-    candidate in the case-folded text (folding keeps every position, see _folded)."""
-    if _EPOCH_CANDIDATE_BYTES.search(_folded_bytes(text)) is None:     # most logs: found out at C speed
+    candidate in the case-folded text (folding keeps every position, see _folded); `folded` is
+    _folded_bytes(text)."""
+    if _EPOCH_CANDIDATE_BYTES.search(folded) is None:     # most logs: found out at C speed
         return False
     first = _EPOCH_CANDIDATE.search(_folded(text))
     return first is not None and _EPOCH_COUNTER.search(text, first.start()) is not None
 
 
-def _counter_total_by_lines(text: str, *, per_epoch: bool) -> int | None:
-    """_counter_total read counter by counter, in the order they were printed; `per_epoch`: the text holds
-    an epoch counter (else no counter's line needs the check)."""
+def _counter_total_by_lines(text: str, spellings: list[re.Pattern], *, per_epoch: bool) -> int | None:
+    """_counter_total read counter by counter (of the `spellings` that can match), in the order they were
+    printed; `per_epoch`: the text holds an epoch counter (else no counter's line needs the check)."""
     totals: dict[int, int] = {}
     # every counter in order: one holds no letter past its word, so no two spellings' matches overlap
-    for match in sorted(chain.from_iterable(s.finditer(text) for s in _COUNTER_SPELLINGS), key=_start):
+    for match in sorted(chain.from_iterable(s.finditer(text) for s in spellings), key=_start):
         total = int(match.group(1))
         if total > 1:
             totals[total] = totals.get(total, 0) + 1

@@ -268,12 +268,15 @@ _OTHER_BAR = re.compile(r"eval|valid|test|map|load|filter|download|token|generat
 _EPOCH_COUNTER = re.compile(r"\bepoch[:\s]\s*\d+\s*/\s*\d+", re.IGNORECASE)
 # a step counter's total: `iteration 100/ 1000` (Megatron), `step:500/1750` (modded-nanogpt), `Step 12/500`
 # (hand-written loops), with the word (step, Step, STEP, iter, Iter, ITER, iteration, Iteration, ITERATION)
-# not after a letter.  One pattern per spelling, the word first (`step(?<![A-Za-z]step)` is
-# `(?<![A-Za-z])step`), found at C speed, where an alternation of the words is tried at every position
-_COUNTER_SPELLINGS = tuple(re.compile(word + r"(?<![A-Za-z]" + word + ")" + rest + r"[:\s]\s*\d+\s*/\s*(\d+)\b")
-                           for word, rest in (("step", ""), ("Step", ""), ("STEP", ""), ("iter", "(?:ation)?"),
-                                              ("Iter", "(?:ation)?"), ("ITER", "(?:ATION)?")))
-_COUNTER_WORDS = ((b"step", _COUNTER_SPELLINGS[:3]), (b"iter", _COUNTER_SPELLINGS[3:]))   # each word, lowered
+# not after a letter.  Four patterns, each a literal first, found at C speed where an alternation of the
+# words is tried at every position: the lowercase words behind their four letters (`step(?<![A-Za-z]step)`
+# is `(?<![A-Za-z])step`), the capitalised ones behind their rarer capital
+_COUNTER_TOTAL = r"[:\s]\s*\d+\s*/\s*(\d+)\b"
+_COUNTER_SPELLINGS = (re.compile(r"step(?<![A-Za-z]step)" + _COUNTER_TOTAL),
+                      re.compile(r"S(?<![A-Za-z]S)(?:tep|TEP)" + _COUNTER_TOTAL),
+                      re.compile(r"iter(?<![A-Za-z]iter)(?:ation)?" + _COUNTER_TOTAL),
+                      re.compile(r"I(?<![A-Za-z]I)(?:ter(?:ation)?|TER(?:ATION)?)" + _COUNTER_TOTAL))
+_COUNTER_WORDS = ((b"step", _COUNTER_SPELLINGS[:2]), (b"iter", _COUNTER_SPELLINGS[2:]))   # each word, lowered
 _EPOCH_CANDIDATE = re.compile(r"epoch[:\s]\s*\d+\s*/\s*\d+")   # _EPOCH_COUNTER, literal first, for folded text
 # and for _folded_bytes: any byte of a non-ASCII character may be one of a Unicode space or digit there
 _EPOCH_CANDIDATE_BYTES = re.compile(rb"epoch[:\s\x1c-\x1f\x80-\xff][\s\x1c-\x1f\x80-\xff]*[\d\x80-\xff]+"
@@ -337,7 +340,7 @@ def planned_of_console(text: str) -> Planned | None:
 def _counter_total(text: str) -> int | None:
     """The total most `step N/M` counters show (the first shown of those tied), _PER_EPOCH when a
     counter's line holds an `epoch N/M` counter too (its total is not the run's), None for no counter.
-    Without an epoch counter the totals are counted from one findall per spelling of the counter's word
+    Without an epoch counter the totals are counted from one findall per pattern of the counter
     (_COUNTER_SPELLINGS)."""
     folded = _folded_bytes(text)
     # the spellings of a word the folded text does not hold cannot match (a scan each saved)
@@ -373,7 +376,7 @@ def _counter_total_by_lines(text: str, spellings: list[re.Pattern], *, per_epoch
     """_counter_total read counter by counter (of the `spellings` that can match), in the order they were
     printed; `per_epoch`: the text holds an epoch counter (else no counter's line needs the check)."""
     totals: dict[int, int] = {}
-    # every counter in order: one holds no letter past its word, so no two spellings' matches overlap
+    # every counter in order: one holds no letter past its word, so no two patterns' matches overlap
     for match in sorted(chain.from_iterable(s.finditer(text) for s in spellings), key=_start):
         total = int(match.group(1))
         if total > 1:

@@ -54,7 +54,7 @@ def shaped_series(text: str, sample: list[tuple[str, str]], total: int, head: st
     for index, shape in enumerate(shapes):
         # greedy values: a lazy group would be tried one character at a time
         pattern = re.compile(head + joint.join(re.escape(k) + r":(\S*)" for k in shape) + r"[ \t]*(?=\n)")
-        literal = _distinct_literal(shape, shapes) if index else None
+        literal = _distinct_literal(shape, shapes) if index and text.endswith("\n") else None
         found = pattern.findall(text if literal is None else _lines_holding(text, literal))
         if not found:
             continue

@@ -54,7 +54,8 @@ def shaped_series(text: str, sample: list[tuple[str, str]], total: int, head: st
     for index, shape in enumerate(shapes):
         # greedy values: a lazy group would be tried one character at a time
         pattern = re.compile(head + joint.join(re.escape(k) + r":(\S*)" for k in shape) + r"[ \t]*(?=\n)")
-        literal = _distinct_literal(shape, shapes) if index and text.endswith("\n") else None
+        framed = text.startswith("\n") and text.endswith("\n")     # as lines_text gives it: see _lines_holding
+        literal = _distinct_literal(shape, shapes) if index and framed else None
         found = pattern.findall(text if literal is None else _lines_holding(text, literal))
         if not found:
             continue
@@ -93,7 +94,8 @@ def _distinct_literal(shape: tuple[str, ...], shapes: list[tuple[str, ...]]) -> 
 
 
 def _lines_holding(text: str, literal: str) -> str:
-    """The lines of `text` (a newline first and last, see lines_text) that hold `literal`, as such a text.
+    """The lines of `text` (a newline first and last, see lines_text) that hold `literal`, as such a text:
+    each line with the newlines it had around it.
     A shape's pattern matches within one line, up to its end, at most once per line (no two matches end
     at one newline), so findall over them finds what findall over the whole text finds, without trying
     the pattern at every row of the other shapes (whose keys it may share up to the last)."""

@@ -10,7 +10,13 @@ reader's).  Both are compared with two floors any line-by-line reader pays:
   loop+split   with open(path) as f: for line in f: line.split()
 
 The ratios read / floor are printed; at most 1.0 means the reader keeps up with a plain loop over the
-lines (the issue's target, against loop+split).  Times are CPU seconds (time.process_time), the best of
+lines (the issue's target, against loop+split).  An extra baseline, not the issue's floor:
+
+  parse        the simplest correct Python parse of the same records (each record line split, its step
+               int() and each value float(), the values kept per key; json.load and the same for the
+               JSON files; a notebook's stored output lines split)
+
+with read / parse printed beside the others.  Times are CPU seconds (time.process_time), the best of
 --repeat tries, in one process, the reader and the floors taking turns (on a shared machine both then
 see the same load), after one warm-up read (imports and regex compilation are not timed).  A reader with no published
 example (llm.c's console) is timed on a console of the same shape generated from the llm.c main.log.
@@ -103,19 +109,119 @@ def _loop_split(path: str) -> None:
             line.split()
 
 
-def _times(text, loader, path: str, repeat: int) -> tuple[float, float, float, float]:
-    """(read, load, loop, loop+split) best times for one reader on one file (for the JSON and notebook
-    readers read is their load, timed once)."""
-    floors = [lambda: _loop(path), lambda: _loop_split(path)]
+def _keep(columns: dict, key: str, step: int, value: float) -> None:
+    columns.setdefault(key, []).append((step, value))
+
+
+def _parse_modded(path: str) -> dict:
+    """`step:N/M key:value ...` lines (a unit `ms` cut from a value)."""
+    columns: dict = {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("step:"):
+                head, *pairs = line.split()
+                step = int(head[5:].partition("/")[0])
+                for pair in pairs:
+                    key, _, raw = pair.partition(":")
+                    _keep(columns, key, step, float(raw.removesuffix("ms")))
+    return columns
+
+
+def _parse_llmc(path: str) -> dict:
+    """`step N/M | train loss X | norm Y | lr Z | T ms | F% bf16 MFU | R tok/s` and `val loss X` lines."""
+    columns: dict = {}
+    step = 0
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("step "):
+                parts = line.split(" | ")
+                step = int(parts[0].split()[1].partition("/")[0])
+                for part in parts[1:]:
+                    words = part.split()
+                    number = words[-1] if words[0][0].isalpha() else words[0]
+                    _keep(columns, " ".join(w for w in words if w is not number), step, float(number.rstrip("%")))
+            elif line.startswith("val loss "):
+                _keep(columns, "val_loss", step, float(line.split()[2]))
+    return columns
+
+
+def _parse_golden(path: str) -> dict:
+    """json.load, then each metric's {step: value} as ints and floats."""
+    import json
+
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    return {key: ([int(k) for k in entry["values"]], [float(v) for v in entry["values"].values()])
+            for key, entry in data.items()}
+
+
+def _parse_dschat(path: str) -> dict:
+    """DeepSpeed's timer lines (`global_step=N, ..., CurrSamplesPerSec=X, MemAllocated=YGB, ...`), its lr
+    lines (`step=N, skipped=K, lr=[X, ...]`) and the evaluation results (`ppl: X`, `key: X, key: Y`)."""
+    columns: dict = {}
+    step = 0
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if "/global_step=" in line:
+                fields = dict(f.split("=", 1) for f in line[line.index("global_step="):].rstrip().split(", "))
+                step = int(fields["global_step"])
+                for key in ("CurrSamplesPerSec", "MemAllocated", "MaxMemAllocated"):
+                    _keep(columns, key, step, float(fields[key].removesuffix("GB")))
+            elif "] step=" in line:
+                _keep(columns, "lr", step, float(line.split("lr=[", 1)[1].split(",", 1)[0].rstrip("]\n")))
+            elif line.startswith(("ppl: ", "chosen")):
+                for pair in line.split(", "):
+                    key, _, raw = pair.rpartition(": ")
+                    _keep(columns, key, step, float(raw))
+    return columns
+
+
+def _parse_verl(path: str) -> dict:
+    """`step:N - key:value - key:value ...` lines, after any prefix."""
+    columns: dict = {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            at = line.find("step:")
+            if at >= 0 and " - " in line:
+                parts = line[at:].rstrip().split(" - ")
+                try:
+                    step = int(parts[0][5:])
+                    for part in parts[1:]:
+                        key, _, raw = part.partition(":")
+                        _keep(columns, key, step, float(raw))
+                except ValueError:
+                    continue
+    return columns
+
+
+def _parse_notebook(path: str) -> int:
+    """json.load, then every stored output's text split line by line."""
+    import json
+
+    with open(path, encoding="utf-8") as fh:
+        cells = json.load(fh).get("cells", [])
+    tokens = 0
+    for cell in cells:
+        for out in cell.get("outputs", []):
+            text = out.get("text") or out.get("data", {}).get("text/plain", "")
+            for line in ("".join(text) if isinstance(text, list) else text).splitlines():
+                tokens += len(line.split())
+    return tokens
+
+
+def _times(text, loader, path: str, repeat: int, parse) -> tuple[float, float, float, float, float]:
+    """(read, load, loop, loop+split, parse) best times for one reader on one file (for the JSON and
+    notebook readers read is their load, timed once)."""
+    floors = [lambda: _loop(path), lambda: _loop_split(path), lambda: parse(path)]
     if loader is text:
         with open(path, encoding="utf-8", errors="replace") as fh:
             content = fh.read()
-        read, load, loop, split = _best([lambda: text.read_console(path, content), lambda: loader.load(path)]
-                                        + floors, repeat)
+        read, load, loop, split, parsed = _best([lambda: text.read_console(path, content),
+                                                 lambda: loader.load(path)] + floors, repeat)
     else:
-        read, loop, split = _best([lambda: loader.load(path)] + floors, repeat)
+        read, loop, split, parsed = _best([lambda: loader.load(path)] + floors, repeat)
         load = read
-    return read, load, loop, split
+    return read, load, loop, split, parsed
 
 
 def main() -> int:
@@ -135,19 +241,22 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         golden = _largest(os.path.join(healthy, "megatron_golden", "*", "golden_values_*.json"))
         cases = [
-            ("modded-nanogpt log", text, _largest(os.path.join(healthy, "moddednanogpt", "*", "*.txt"))),
+            ("modded-nanogpt log", text, _largest(os.path.join(healthy, "moddednanogpt", "*", "*.txt")),
+             _parse_modded),
             ("llm.c console (generated)", text,
-             _llmc_console(_largest(os.path.join(args.shared, "real_logs", "llmc*", "main.log")), tmp)),
-            ("Megatron golden values", megatron_golden, golden),
-            ("Megatron golden values (1M)", megatron_golden, _golden_values(golden, tmp, args.golden_steps)),
-            ("DeepSpeed-Chat SFT/RM/DPO", text, _largest(os.path.join(healthy, "dschat", "*", "*.log"))),
-            ("verl console", text, _largest(os.path.join(healthy, "verl_*", "*", "*.log"))),
-            ("notebook (.ipynb)", notebook, _largest(os.path.join(healthy, "*", "*", "*.ipynb"))),
+             _llmc_console(_largest(os.path.join(args.shared, "real_logs", "llmc*", "main.log")), tmp), _parse_llmc),
+            ("Megatron golden values", megatron_golden, golden, _parse_golden),
+            ("Megatron golden values (1M)", megatron_golden, _golden_values(golden, tmp, args.golden_steps),
+             _parse_golden),
+            ("DeepSpeed-Chat SFT/RM/DPO", text, _largest(os.path.join(healthy, "dschat", "*", "*.log")),
+             _parse_dschat),
+            ("verl console", text, _largest(os.path.join(healthy, "verl_*", "*", "*.log")), _parse_verl),
+            ("notebook (.ipynb)", notebook, _largest(os.path.join(healthy, "*", "*", "*.ipynb")), _parse_notebook),
         ]
         print(f"{'reader':27} {'file':>8} {'lines':>8} {'read s':>7} {'load s':>7} {'loop s':>7} {'split s':>7} "
-              f"{'read/loop':>9} {'read/split':>10} {'load/split':>10}  example")
+              f"{'read/loop':>9} {'read/split':>10} {'load/split':>10} {'parse s':>7} {'read/parse':>10}  example")
         worst = 0.0
-        for name, loader, path in cases:
+        for name, loader, path, parse in cases:
             if path is None:
                 print(f"{name:27} (no example found)")
                 continue
@@ -156,12 +265,14 @@ def main() -> int:
                 lines = sum(1 for _ in fh)
             # the generated 1M-value file takes seconds a read: fewer tries
             repeat = min(args.repeat, 3) if path.startswith(tmp) and loader is megatron_golden else args.repeat
-            read, load, loop, split = _times(text, loader, path, repeat)
+            read, load, loop, split, parsed = _times(text, loader, path, repeat, parse)
             worst = max(worst, read / split)
             shown = os.path.relpath(path, args.shared) if path.startswith(args.shared) else os.path.basename(path)
             print(f"{name:27} {size / 1e6:>6.2f}MB {lines:>8} {read:>7.4f} {load:>7.4f} {loop:>7.4f} {split:>7.4f} "
-                  f"{read / loop:>9.2f} {read / split:>10.2f} {load / split:>10.2f}  {shown}")
+                  f"{read / loop:>9.2f} {read / split:>10.2f} {load / split:>10.2f} {parsed:>7.4f} "
+                  f"{read / parsed:>10.2f}  {shown}")
         print(f"worst read / (loop+split): {worst:.2f}")
+        print("parse (an extra baseline, not the issue's floor): the simplest Python parse of the same records")
     return 0
 
 

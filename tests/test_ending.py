@@ -39,6 +39,17 @@ def test_the_tail_says_how_the_run_ended(tail, kind):
     assert ending is not None and ending.kind == kind and ending.source == "console.log"
 
 
+@pytest.mark.parametrize("line,kind", [
+    ("KİLLED", "killed"),                              # the Kelvin sign and İ: re's IGNORECASE folds them to k, i
+    ("slurmstepd: ſIGTERM received", "killed"), ("Worker 7 was LOST", "collective"), ("nvlink ERROR", "hardware"),
+    ("RuntimeError: CUDA Out Of Memory", "oom"), ("the worker count is 8", None), ("8 signals", None),
+])
+def test_a_cause_is_found_in_any_case_and_a_line_that_only_looks_like_one_is_not(line, kind):
+    # a tail is searched only where it holds a cause's literal, case-folded as re folds it (ending._LITERALS)
+    ending = ending_of_console(RECORD * 5 + "saving the model\n" + line + "\n", "console.log")
+    assert (ending.kind if ending is not None else None) == kind
+
+
 def test_a_traceback_that_training_went_past_is_not_the_ending():
     text = RECORD + OOM + RECORD * 3
     assert ending_of_console(text, "console.log") is None

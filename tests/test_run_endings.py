@@ -43,6 +43,18 @@ def test_the_planned_length_is_read_from_bars_and_counters():
     assert planned_of_console("{'loss': 0.3}\n") is None
 
 
+def test_every_spelling_of_the_counter_word_counts_and_the_first_shown_total_wins_a_tie():
+    # the counter is read once per spelling of its word (ending._COUNTER_SPELLINGS): their counts add up
+    mixed = "ITERATION 1/50\nIter 2/50\nSTEP 3/50\niteration 4/ 50\nstep 5/80\nStep:6 / 80\nxstep 7/80\n"
+    assert planned_of_console(mixed).steps == 50            # 4 of 50 against 2 of 80 (`xstep` is no counter)
+    assert planned_of_console("step 1/80\nITER 1/50\nstep 2/80\nITER 2/50\n").steps == 80   # tied: shown first
+    assert planned_of_console("ITER 1/50\nstep 1/80\nstep 2/80\nITER 2/50\n").steps == 50
+    assert planned_of_console("sTep 1/80\nsteps 2/80\n") is None                 # neither is the word
+    # an `epoch` that is no epoch counter is no reason to doubt the step counter; one on its line is
+    assert planned_of_console("{'epoch': 0.5}\nepoch 3\nstep 12/500 | epoch: 1 / 3\n") is None
+    assert planned_of_console("{'epoch': 0.5}\nepoch 3\nstep 12/500\nEpoch 1/3 done\n").steps == 500
+
+
 def test_settle_says_unfinished_only_when_the_run_stopped_short():
     meta = {"planned": planned_of_console(_hf_console(5, 200))}
     short = settle(None, meta, 60, 1)

@@ -87,6 +87,13 @@ def read_text(path: str) -> str:
 
 def number(token: str) -> float | None:
     """A number as a log prints it: 2.3E+00, nan, -inf, 1,024; None when it is not a number."""
+    try:
+        value = float(token)      # most tokens, at C speed: float() strips the blanks str.strip() does, and a
+    except (ValueError, TypeError):       # token it reads holds no `,` or `;`, so the steps below give the same
+        pass
+    else:
+        if value == value and isinstance(token, str):     # NaN: below, as _WORDS writes it (never -nan)
+            return value
     text = token.strip().strip(",;").replace(",", "")
     if not text:
         return None

@@ -51,10 +51,12 @@ def shaped_series(text: str, sample: list[tuple[str, str]], total: int, head: st
     joint = r"[ \t]+" if sep is None else r"[ \t]*" + re.escape(sep.strip()) + r"[ \t]*"
     columns: dict[str, list[tuple[np.ndarray, tuple[str, ...]]]] = {}
     matched = 0
-    for shape in shapes:
+    for index, shape in enumerate(shapes):
         # greedy values: a lazy group would be tried one character at a time
         pattern = re.compile(head + joint.join(re.escape(k) + r":(\S*)" for k in shape) + r"[ \t]*(?=\n)")
-        found = pattern.findall(text)
+        framed = text.startswith("\n") and text.endswith("\n")     # as lines_text gives it: see _lines_holding
+        literal = _distinct_literal(shape, shapes) if index and framed else None
+        found = pattern.findall(text if literal is None else _lines_holding(text, literal))
         if not found:
             continue
         matched += len(found)
@@ -81,6 +83,29 @@ def shaped_series(text: str, sample: list[tuple[str, str]], total: int, head: st
             raws = tuple(chain.from_iterable(p[1] for p in parts))
         out.update(column_series(key, steps, raws, keep_unit))
     return dict(sorted(out.items()))
+
+
+def _distinct_literal(shape: tuple[str, ...], shapes: list[tuple[str, ...]]) -> str | None:
+    """`key:` of the key of `shape` that the most other shapes lack (None when each of its keys is in all of
+    them): a line the shape's pattern matches holds it, and most lines of the other shapes do not."""
+    others = [set(other) for other in shapes if other != shape]
+    lacking = max(shape, key=lambda key: sum(key not in other for other in others))
+    return lacking + ":" if any(lacking not in other for other in others) else None
+
+
+def _lines_holding(text: str, literal: str) -> str:
+    """The lines of `text` (a newline first and last, see lines_text) that hold `literal`, as such a text:
+    each line with the newlines it had around it.
+    A shape's pattern matches within one line, up to its end, at most once per line (no two matches end
+    at one newline), so findall over them finds what findall over the whole text finds, without trying
+    the pattern at every row of the other shapes (whose keys it may share up to the last)."""
+    lines = []
+    found = text.find(literal)
+    while found != -1:
+        end = text.find("\n", found)
+        lines.append(text[text.rfind("\n", 0, found) + 1:end])
+        found = text.find(literal, end)
+    return "\n" + "\n".join(lines) + "\n"
 
 
 def _shapes(sample: list[tuple[str, str]], sep: str | None) -> list[tuple[str, ...]] | None:

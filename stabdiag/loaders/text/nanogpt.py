@@ -33,6 +33,7 @@ MODDED, LLMC = "modded-nanogpt log", "llm.c console"
 _MODDED_HEAD = r"\nstep:(\d{1,18})/\d{1,18}[ \t]+"
 _MODDED_TRAIN = re.compile(_MODDED_HEAD + r"(?!val_)([^\n]*)")
 _MODDED_VAL = re.compile(r"\nstep:(\d{1,18})/\d{1,18}[ \t]+(val_[^\n]*)")
+_VAL_WORD = re.compile("val_")
 _MODDED_TOTAL = re.compile(r"\nstep:\d{1,18}/(\d{1,18})[ \t]+\w+:")
 _LLMC_ROW = re.compile(r"\nstep +(\d{1,18})/(\d{1,18}) \| (train loss [^\n|]*(?: \| [a-z][a-z ]* [^\s|]+)*)"
                        r" \| ([-+\d.]+) ms(?: \| ([-+\d.]+)% bf16 MFU)?(?: \| ([-+\d.]+) tok/s)?")
@@ -63,7 +64,7 @@ def read(path: str, text: str) -> Run:
 
 
 def _modded(text: str) -> tuple[dict[str, Series], int, dict]:
-    val = _MODDED_VAL.findall(text)
+    val = _val_rows(text)
     # every `step:` line a training or a validation row: the training rows are read by their shapes
     # from a sample, without a findall of all their bodies first
     candidates = text.count("\nstep:") - len(val)
@@ -78,6 +79,20 @@ def _modded(text: str) -> tuple[dict[str, Series], int, dict]:
     series.update(series_of_rows(val, None, only=lambda key: key.startswith("val_")))
     total = _MODDED_TOTAL.search(text)
     return series, records + len(val), {"planned_steps": int(total.group(1))} if total else {}
+
+
+def _val_rows(text: str) -> list[tuple[str, str]]:
+    """_MODDED_VAL.findall(text), tried only on the lines that hold `val_` (a match is one whole line):
+    _MODDED_VAL tried at each of the thousands of `step:` lines costs more than splitting the log."""
+    rows, tried = [], -1
+    for word in _VAL_WORD.finditer(text):
+        start = text.rfind("\n", 0, word.start())       # the line's own newline (lines_text puts one first)
+        if start != tried:
+            tried = start
+            row = _MODDED_VAL.match(text, start)
+            if row is not None:
+                rows.append(row.groups())
+    return rows
 
 
 def _first_and_last_train_rows(text: str, n: int = 32) -> list[tuple[str, str]] | None:

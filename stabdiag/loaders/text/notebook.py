@@ -98,8 +98,7 @@ def _html_tables(html: str) -> list[list[list[str]]]:
 def _feed_simple(parser: _Tables, html: str) -> bool:
     """Give `parser` the start tags, end tags and text HTMLParser would report for HTML as the Trainer
     writes its table (known tags, quoted attributes, no entity, comment or `<` in text), split by one
-    regex instead of the parser's Python step per tag, and followed through _Tables' states here rather
-    than by a method call each; False (nothing given) for any other HTML."""
+    regex instead of the parser's Python step per tag; False (nothing given) for any other HTML."""
     if "&" in html:
         return False
     pieces = _SIMPLE_TAG.split(html)         # text, then (start name, "/" or "", end name), text, ...
@@ -109,35 +108,18 @@ def _feed_simple(parser: _Tables, html: str) -> bool:
     names = {name.lower() for name in set(pieces[1::4]) | set(pieces[3::4]) if name}
     if not _SIMPLE_TAGS.issuperset(names):
         return False
-    # _Tables.handle_starttag / handle_endtag / handle_data, in the order HTMLParser would call them
-    tables, row, cell = parser.tables, parser._row, parser._cell
     for i in range(0, 4 * tags, 4):
-        if cell is not None and pieces[i]:
-            cell.append(pieces[i])
-        start = pieces[i + 1]
+        if pieces[i]:
+            parser.handle_data(pieces[i])
+        start, closed, end = pieces[i + 1], pieces[i + 2], pieces[i + 3]
         if start:
-            tag = start.lower()
-            if tag == "table":
-                tables.append([])
-            elif tag == "tr" and tables:
-                row = []
-            elif tag in ("td", "th") and row is not None:
-                cell = []
-            if not pieces[i + 2]:
-                continue
-            # <td/>: HTMLParser's handle_startendtag is a start and then an end
+            parser.handle_starttag(start.lower(), [])
+            if closed:                   # <td/>: HTMLParser's handle_startendtag is a start and an end
+                parser.handle_endtag(start.lower())
         else:
-            tag = pieces[i + 3].lower()
-        if tag in ("td", "th") and cell is not None and row is not None:
-            row.append(" ".join("".join(cell).split()))
-            cell = None
-        elif tag == "tr" and row is not None:
-            if row:
-                tables[-1].append(row)
-            row = None
-    if cell is not None and pieces[-1]:
-        cell.append(pieces[-1])
-    parser._row, parser._cell = row, cell
+            parser.handle_endtag(end.lower())
+    if pieces[-1]:
+        parser.handle_data(pieces[-1])
     return True
 
 

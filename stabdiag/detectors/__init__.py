@@ -128,13 +128,12 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_kl_ratio", 2.0, 1.1, 100, "KL end / start within the window"),
         _p("min_entropy_drop_frac", 0.4, 0.05, 1, "relative entropy drop within the window"),
         _p("min_kl", 1e-4, 0, 1, "KL below this is treated as this (KL starts at 0)"),
-        _p("warmup_frac", 0.25, 0, 0.9, "KL-alone warnings ignore this leading fraction of the run"),
         _p("min_kl_accel", 2.0, 1, 100, "steepening: a window's KL rise over the window before's; a window "
                                         "without one before it never qualifies"),
         _p("min_entropy_accel", 1.5, 1, 100, "... and its entropy fall over the window before's"),
         _p("explained_zero_std_frac", 0.5, 0, 1, "zero-variance group fraction, before the drop, that explains it")),
         lambda p: (f"within {p['window_steps']:g} steps KL grows >= {p['min_kl_ratio']:g}x and entropy falls "
-                   f">= {p['min_entropy_drop_frac']:.0%}; one alone warns")),
+                   f">= {p['min_entropy_drop_frac']:.0%}; entropy alone warns")),
     DetectorSpec("floor_breach", floor_breach, (
         _p("floor_frac", 0.8, 0.05, 0.99, "floor as a fraction of the early-run level"),
         _p("early_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the early level"),

@@ -92,11 +92,12 @@ def _fall_start(e: Curve, end: float, early: float) -> float:
 
 
 def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None, evals: list[Curve] | None = None,
-                     *, window_steps, min_kl_ratio, min_entropy_drop_frac, min_kl, warmup_frac, min_kl_accel,
+                     *, window_steps, min_kl_ratio, min_entropy_drop_frac, min_kl, min_kl_accel,
                      min_entropy_accel, explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
     """Within one window KL at least doubles *and* entropy falls steeply, both faster than over the window
-    before it (fail); one alone is a warning.  Seed 000: "moving too fast" is KL steepening and entropy
-    falling faster, read on slopes: against the run's own earlier rate, so curves that converge (fast
+    before it (fail); entropy falling so alone is a warning, KL steepening alone no finding (seed 000,
+    issue 25: KL rising alone can be the model leaving its SFT start).  "Moving too fast" is KL
+    steepening and entropy falling faster, read on slopes: against the run's own earlier rate, so curves that converge (fast
     early, flattening) never qualify, and a window at the very start of the run has no earlier rate to
     beat (KL grows from 0 and entropy falls in every run's first steps; a collapse there is
     L2.entropy-collapse's).  Entropy falling while an eval improves surely is sharpening (a note)."""
@@ -131,22 +132,18 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
     fall_before = np.maximum((eg[before] - eg[idx]) / width, 0.0)
     accel = has_before & ((k1 - kg[:-shift]) / window >= min_kl_accel * kl_before)
     ent_accel = has_before & ((e0 - e1) / window >= min_entropy_accel * fall_before)
-    after_warmup = grid[:-shift] >= lo + warmup_frac * span
     both = kl_up & ent_down & accel & ent_accel
-    kl_only = kl_up & accel & after_warmup & ~both
     ent_only = ent_down & ent_accel & ~both
-    for mask, severity, what in ((both, None, "both"), (kl_only, "warn", "kl"),
-                                 (ent_only, "warn", "entropy")):
+    for mask, severity, what in ((both, None, "both"), (ent_only, "warn", "entropy")):
         if mask.any():
             # the steepest qualifying window: its start is where the fast movement began
-            steepness = kl_ratio if what == "kl" else ent_drop
-            i = int(np.argmax(np.where(mask, steepness, -np.inf)))
+            i = int(np.argmax(np.where(mask, ent_drop, -np.inf)))
             start, end = float(grid[i]), float(grid[i + shift])
-            explained = what != "kl" and _explained(difficulty, _fall_step(e, start, end), explained_zero_std_frac)
-            if what != "kl" and not explained and (quiet := sharpening(evals, e, start, end)) is not None:
+            explained = _explained(difficulty, _fall_step(e, start, end), explained_zero_std_frac)
+            if not explained and (quiet := sharpening(evals, e, start, end)) is not None:
                 return quiet
             return Evidence(int(round(start)), int(round(end)), {
-                "moved": what, "signal": "kl" if what == "kl" else "entropy", "kl_start": float(kg[i]),
+                "moved": what, "signal": "entropy", "kl_start": float(kg[i]),
                 "kl_end": float(kg[i + shift]),
                 "kl_ratio": float(kl_ratio[i]), "entropy_start": float(eg[i]),
                 "entropy_end": float(eg[i + shift]), "entropy_drop": float(ent_drop[i]),

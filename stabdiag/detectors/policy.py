@@ -97,10 +97,11 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
     """Within one window KL at least doubles *and* entropy falls steeply, both faster than over the window
     before it (fail); entropy falling so alone is a warning, KL steepening alone no finding (seed 000,
     issue 25: KL rising alone can be the model leaving its SFT start).  "Moving too fast" is KL
-    steepening and entropy falling faster, read on slopes: against the run's own earlier rate, so curves that converge (fast
-    early, flattening) never qualify, and a window at the very start of the run has no earlier rate to
-    beat (KL grows from 0 and entropy falls in every run's first steps; a collapse there is
-    L2.entropy-collapse's).  Entropy falling while an eval improves surely is sharpening (a note)."""
+    steepening and entropy falling faster, read on slopes: against the run's own earlier rate, so curves
+    that converge (fast early, flattening) never qualify, and a window at the very start of the run has
+    no earlier rate to beat (KL grows from 0 and entropy falls in every run's first steps; a collapse
+    there is L2.entropy-collapse's).  Entropy falling while an eval improves surely is sharpening (a
+    note)."""
     k, e = kl.finite(), entropy.finite()
     if len(k.steps) < 10 or len(e.steps) < 10:
         return NotJudged(f"KL has {len(k.steps)} and entropy {len(e.steps)} points; 10 of each are needed")

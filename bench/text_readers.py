@@ -3,7 +3,7 @@
 For every reader the largest published example in shared/real_healthy (and shared/real_logs) is read
 twice: `read` is the reader on the file's text (the format sniff and the parse: text.read_console;
 for the JSON and notebook readers their whole load), `load` is what `stabdiag check` pays per file (the
-file read, and for a console the ending read from its tail, stabdiag/ending.py, which is not a
+file read, and for a console the ending read from its tail, stabdiag/console_ending.py, which is not a
 reader's).  Both are compared with two floors any line-by-line reader pays:
 
   loop         with open(path) as f: for line in f: pass

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from ._paths import cannot_open, inside, special_kind, why_not_readable
-from .ending import died_before_first_step, settled_meta
+from .ending import settled_meta
 from .errors import InputError
 from .loaders import loader_for, uri_loader
 from .loaders.tabular import is_rollout_dump
@@ -381,6 +381,8 @@ def _died_before_first_step(path: str) -> str | None:
         return None
     if b"\x00" in raw:
         return None
+    from .console_ending import died_before_first_step  # only for a file no reader took
+
     return died_before_first_step(raw.decode("utf-8", errors="replace"))
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from stabdiag.assemble import load
-from stabdiag.ending import Ending, ending_of_console, ending_of_wandb, pick
+from stabdiag.console_ending import ending_of_console
+from stabdiag.ending import Ending, ending_of_wandb, pick
 from stabdiag.engine import diagnose
 
 FIXTURES = Path(__file__).parent / "fixtures" / "framework_runs"
@@ -45,7 +46,7 @@ def test_the_tail_says_how_the_run_ended(tail, kind):
     ("RuntimeError: CUDA Out Of Memory", "oom"), ("the worker count is 8", None), ("8 signals", None),
 ])
 def test_a_cause_is_found_in_any_case_and_a_line_that_only_looks_like_one_is_not(line, kind):
-    # a tail is searched only where it holds a cause's literal, case-folded as re folds it (ending._LITERALS)
+    # a tail is searched only where it holds a cause's literal, case-folded as re folds it (console_ending._LITERALS)
     ending = ending_of_console(RECORD * 5 + "saving the model\n" + line + "\n", "console.log")
     assert (ending.kind if ending is not None else None) == kind
 

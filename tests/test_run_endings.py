@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from stabdiag.assemble import load
-from stabdiag.ending import Ending, died_before_first_step, planned_of_console, settle
+from stabdiag.console_ending import died_before_first_step, planned_of_console
+from stabdiag.ending import Ending, settle
 from stabdiag.engine import diagnose
 from tests.clihelp import cli
 
@@ -44,7 +45,7 @@ def test_the_planned_length_is_read_from_bars_and_counters():
 
 
 def test_every_spelling_of_the_counter_word_counts_and_the_first_shown_total_wins_a_tie():
-    # the counter is read once per spelling of its word (ending._COUNTER_SPELLINGS): their counts add up
+    # the counter is read once per spelling of its word (console_ending._COUNTER_SPELLINGS): their counts add up
     mixed = "ITERATION 1/50\nIter 2/50\nSTEP 3/50\niteration 4/ 50\nstep 5/80\nStep:6 / 80\nxstep 7/80\n"
     assert planned_of_console(mixed).steps == 50            # 4 of 50 against 2 of 80 (`xstep` is no counter)
     assert planned_of_console("step 1/80\nITER 1/50\nstep 2/80\nITER 2/50\n").steps == 80   # tied: shown first

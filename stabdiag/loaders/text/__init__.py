@@ -28,7 +28,7 @@ import re
 from dataclasses import replace
 
 from ..._textio import unfinished_line_note, without_unfinished_line
-from ...ending import ending_of_console, planned_of_console
+from ...console_ending import ending_of_console, planned_of_console
 from ...errors import InputError
 from ...run import Run, run_name_for
 from .. import _common

@@ -18,7 +18,11 @@ first round writes any missing __pycache__ file, with PYTHONDONTWRITEBYTECODE li
 compiling a changed module from source on every start would be counted otherwise.  Exit status 1 when a
 target is missed.
 
-    python bench/startup.py [--repeats 9]
+    python bench/startup.py [--repeats 9] [--rev REV]
+
+With --rev, the check of REV's stabdiag (its package on PYTHONPATH, this interpreter and dependencies)
+is timed in the same rounds, and the ratio printed: the machine's drift between runs (tens of percent
+on a shared VM) does not enter it.
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ def child_cpu() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--rev", help="also time the check of a git revision's stabdiag (git archive REV "
+                                      "stabdiag, first on PYTHONPATH), taking turns with this checkout's")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         small = Path(tmp) / "small.csv"
@@ -67,14 +73,24 @@ def main() -> None:
             "stabdiag --version": [sys.executable, "-m", "stabdiag", "--version"],
             "stabdiag check small.csv": [sys.executable, "-m", "stabdiag", "check", str(small)],
         }
-        compiling = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        for argv in commands.values():
+        envs = {name: None for name in commands}
+        if opts.rev:
+            old = Path(tmp) / "rev"
+            old.mkdir()
+            archive = subprocess.run(["git", "archive", opts.rev, "stabdiag"], capture_output=True,
+                                     cwd=Path(__file__).resolve().parents[1], check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+            name = f"check small.csv @ {opts.rev}"
+            commands[name] = commands["stabdiag check small.csv"]
+            envs[name] = dict(os.environ, PYTHONPATH=str(old))
+        for name, argv in commands.items():       # bytecode written with PYTHONDONTWRITEBYTECODE lifted
+            compiling = {k: v for k, v in (envs[name] or os.environ).items() if k != "PYTHONDONTWRITEBYTECODE"}
             subprocess.run(argv, capture_output=True, cwd=tmp, env=compiling)
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(opts.repeats):
             for name, argv in commands.items():
                 before = child_cpu()
-                done = subprocess.run(argv, capture_output=True, cwd=tmp)
+                done = subprocess.run(argv, capture_output=True, cwd=tmp, env=envs[name])
                 times[name].append(child_cpu() - before)
                 if done.returncode not in (0, 1, 3):
                     sys.exit(f"{name} failed ({done.returncode}): {done.stderr.decode(errors='replace')[-500:]}")
@@ -92,6 +108,10 @@ def main() -> None:
         print(f"{name:<26} {cpu:7.3f} {cpu / base:7.1f}x {shown:>8}  {verdict:<7} {cpu / floor:.2f}x")
     check = statistics.median(times["stabdiag check small.csv"])
     print(f"stabdiag's own share of the check: {check - floor:.3f} s CPU (the check minus the dependency floor)")
+    if opts.rev:
+        then = statistics.median(times[f"check small.csv @ {opts.rev}"])
+        print(f"against {opts.rev} in the same run: check {then:.3f} -> {check:.3f} s ({check / then:.2f}x), "
+              f"own share {then - floor:.3f} -> {check - floor:.3f} s")
     sys.exit(1 if missed else 0)
 
 

@@ -18,6 +18,7 @@ def _same(a, b):
     for key in a:
         assert a[key].steps.tolist() == b[key].steps.tolist(), key
         assert np.array_equal(a[key].values, b[key].values, equal_nan=True), key
+        assert a[key].stepped_back == b[key].stepped_back, key
 
 
 def _text(lines):
@@ -50,6 +51,18 @@ def test_a_key_in_two_shapes_at_one_step_keeps_the_last_write():
     text = _text(["step:1 - a:1 - b:2", "step:1 - a:5", "step:2 - a:3 - b:4"])
     got = series_by_shape(text, _rows(text), HEAD, " - ")
     assert got["a"].steps.tolist() == [1, 2] and got["a"].values.tolist() == [5.0, 3.0]
+    _same(got, series_of_rows(_rows(text), " - "))
+
+
+def test_a_key_in_two_shapes_at_other_steps_did_not_step_back():
+    # verl prints a training row at every step and one with the val scores too at some: the rows' shapes
+    # are read one after the other, and their joined steps are not in write order
+    lines = [f"step:{s} - actor/loss:0.{s} - timing_s/step:1.0" + (f" - val/score:0.{s}" if s % 3 == 0 else "")
+             for s in range(1, 40)]
+    text = _text(lines)
+    got = series_by_shape(text, _rows(text), HEAD, " - ")
+    assert got["actor/loss"].steps.tolist() == list(range(1, 40))
+    assert not any(series.stepped_back for series in got.values())
     _same(got, series_of_rows(_rows(text), " - "))
 
 

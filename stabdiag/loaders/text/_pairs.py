@@ -69,6 +69,7 @@ def shaped_series(text: str, sample: list[tuple[str, str]], total: int, head: st
     out = {}
     joined: dict[tuple[int, ...], np.ndarray | None] = {}   # keys of the same shapes share their steps
     for key, parts in columns.items():
+        in_order, back = True, False
         if len(parts) == 1:
             steps, raws = parts[0]
         else:
@@ -81,8 +82,15 @@ def shaped_series(text: str, sample: list[tuple[str, str]], total: int, head: st
             if steps is None:
                 return None              # one key in two shapes at one step: write order decides, read in order
             raws = tuple(chain.from_iterable(p[1] for p in parts))
-        out.update(column_series(key, steps, raws, keep_unit))
+            # joined shape by shape, not in write order: no step is repeated, so only a step going back
+            # inside one shape's rows is one in the log
+            in_order, back = False, any(_goes_back(p[0]) for p in parts)
+        out.update(column_series(key, steps, raws, keep_unit, write_order=in_order, stepped_back=back))
     return dict(sorted(out.items()))
+
+
+def _goes_back(steps: np.ndarray) -> bool:
+    return len(steps) > 1 and bool(np.any(steps[1:] < np.maximum.accumulate(steps)[:-1]))
 
 
 def _distinct_literal(shape: tuple[str, ...], shapes: list[tuple[str, ...]]) -> str | None:
@@ -123,9 +131,11 @@ def _shapes(sample: list[tuple[str, str]], sep: str | None) -> list[tuple[str, .
     return sorted(counts, key=counts.get, reverse=True)
 
 
-def column_series(key: str, steps, raws, keep_unit: bool) -> dict[str, Series]:
+def column_series(key: str, steps, raws, keep_unit: bool, *, write_order: bool = True,
+                  stepped_back: bool = False) -> dict[str, Series]:
     """{name: Series} of one key's raw values at their steps (int text or int64); {} when none is a
-    number.  The name is the key, stripped, with the unit joined under `keep_unit` (see _column)."""
+    number.  The name is the key, stripped, with the unit joined under `keep_unit` (see _column).
+    `write_order` and `stepped_back` as Series.from_points takes them."""
     name, values, keep = _column(key.strip(), raws, keep_unit)
     if keep is not None:
         steps = [s for s, k in zip(steps, keep) if k]
@@ -133,7 +143,7 @@ def column_series(key: str, steps, raws, keep_unit: bool) -> dict[str, Series]:
         return {}
     if not isinstance(steps, np.ndarray):
         steps = np.fromiter(map(int, steps), np.int64, len(steps))
-    return {name: Series.from_points(name, steps, values)}
+    return {name: Series.from_points(name, steps, values, write_order=write_order, stepped_back=stepped_back)}
 
 
 def series_of_rows(rows: list[tuple[str, str]], sep: str | None, *, kv: str = ":", last_kv: bool = False,

@@ -111,9 +111,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     unread: list[str] = []
     leaning: list[str] = []
     for curve in flat:
-        kind, reading = _eval_against_rise(curve, r, shape, start_level, rise, window, min_flat_points,
-                                           min_covered_frac, max_flat_gain_rel, max_flat_upper_rel, flat_se,
-                                           follow_rel, shared_units)
+        kind, reading = _eval_against_rise(curve, shape, rise, window, min_flat_points, min_covered_frac,
+                                           max_flat_gain_rel, max_flat_upper_rel, flat_se, follow_rel, shared_units)
         if kind == "tracks":
             return None
         if kind == "flat":
@@ -157,8 +156,8 @@ def _rise_shape(trend: ev.Change, r: Curve, smooth: np.ndarray, start_level: flo
     return r.steps.astype(np.float64), (smooth - start_level) / rise
 
 
-def _eval_against_rise(curve: Curve, r: Curve, shape: tuple[np.ndarray, np.ndarray], start_level: float,
-                       rise: float, window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
+def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise: float,
+                       window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
                        upper_rel: float, se_count: float, follow_rel: float | None,
                        shared_units: bool) -> tuple[str, float | str]:
     """("tracks", gain), ("flat", gain), or why it cannot be read: ("leans", why) when its gain is as
@@ -190,7 +189,7 @@ def _eval_against_rise(curve: Curve, r: Curve, shape: tuple[np.ndarray, np.ndarr
     # an eval that rose surely from where the rise began to its later level (a jump, then a hold, which a
     # line through the progress reads poorly) tracks too
     jumped = ev.level_gain(values[order])
-    if jumped.sure(se_count) and jumped.estimate / (rise if shared_units else scale) > gain_rel:
+    if jumped.sure(se_count) and jumped.estimate / scale > gain_rel:
         return "tracks", gain
     if rel > gain_rel or rel + se_count * rel_se > upper_rel:
         return ("leans" if rel > gain_rel else "unread"), \

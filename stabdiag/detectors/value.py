@@ -62,14 +62,12 @@ def _loss_climb(curve: Curve, min_ratio: float, early_frac: float, min_stretch_s
         return NotJudged(f"{v.key} starts at {early:.3g}: no positive level to compare a climb with")
     smooth = st.rolling_median(v.values, 5)
     need = _need(v, min_stretch_steps, min_stretch_frac_of_run)
-    stretch = st.first_long_run(v.steps, smooth >= min_ratio * early, need)
-    if stretch is not None:
-        a, b = stretch
-        level = float(st.median(v.values[a:b + 1]))
-        return (int(v.steps[a]), int(v.steps[b]),
-                f"{v.key} {early:.3g} -> {level:.3g} ({level / early:.1f}x its early level) over steps "
-                f"{int(v.steps[a])}-{int(v.steps[b])}")
-    return None
+    held = _held(v, st.first_long_run(v.steps, smooth >= min_ratio * early, need))
+    if held is None:
+        return None
+    start, end, level = held
+    return start, end, (f"{v.key} {early:.3g} -> {level:.3g} ({level / early:.1f}x its early level) over steps "
+                        f"{start}-{end}")
 
 
 def _explained_var_lost(curve: Curve, learned: float, lost: float, min_stretch_steps: float,
@@ -87,11 +85,17 @@ def _explained_var_lost(curve: Curve, learned: float, lost: float, min_stretch_s
     need = _need(e, min_stretch_steps, min_stretch_frac_of_run)
     below = smooth < lost
     below[:above[0] + 1] = False         # the fall comes after the critic had learned
-    stretch = st.first_long_run(e.steps, below, need)
-    if stretch is not None:
-        a, b = stretch
-        level = float(st.median(e.values[a:b + 1]))
-        return (int(e.steps[a]), int(e.steps[b]),
-                f"{e.key} {float(smooth[best_i]):.2f} (step {int(e.steps[best_i])}) -> {level:.2f} over steps "
-                f"{int(e.steps[a])}-{int(e.steps[b])}")
-    return None
+    held = _held(e, st.first_long_run(e.steps, below, need))
+    if held is None:
+        return None
+    start, end, level = held
+    return start, end, (f"{e.key} {float(smooth[best_i]):.2f} (step {int(e.steps[best_i])}) -> {level:.2f} over "
+                        f"steps {start}-{end}")
+
+
+def _held(curve: Curve, stretch: tuple[int, int] | None) -> tuple[int, int, float] | None:
+    """A stretch's first and last steps and the median level the curve holds over it (None for none)."""
+    if stretch is None:
+        return None
+    a, b = stretch
+    return int(curve.steps[a]), int(curve.steps[b]), float(st.median(curve.values[a:b + 1]))

@@ -98,6 +98,11 @@ def as_steps(steps) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
+def steps_go_back(steps: np.ndarray) -> bool:
+    """In write order, a step comes after a larger one (a restart went back)."""
+    return len(steps) > 1 and bool(np.any(steps[1:] < np.maximum.accumulate(steps)[:-1]))
+
+
 def shown_number(value) -> str:
     """A number as an error message quotes it: Python's repr, a long one cut in the middle."""
     if isinstance(value, np.generic):
@@ -140,8 +145,8 @@ class Series:
             is_last[:-1] = s_steps[1:] != s_steps[:-1]
         keep = order[is_last]
         dropped = order[~is_last]
-        if write_order and len(steps) > 1:
-            stepped_back = stepped_back or bool(np.any(steps[1:] < np.maximum.accumulate(steps)[:-1]))
+        if write_order:
+            stepped_back = stepped_back or steps_go_back(steps)
         return cls(
             key=key,
             steps=steps[keep],

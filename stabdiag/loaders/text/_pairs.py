@@ -17,7 +17,7 @@ from itertools import chain
 
 import numpy as np
 
-from ...run import Series
+from ...run import Series, steps_go_back
 from .._common import number
 
 _VALUE_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))(ms|s|%)?\s*$", re.IGNORECASE)
@@ -84,13 +84,9 @@ def shaped_series(text: str, sample: list[tuple[str, str]], total: int, head: st
             raws = tuple(chain.from_iterable(p[1] for p in parts))
             # joined shape by shape, not in write order: no step is repeated, so only a step going back
             # inside one shape's rows is one in the log
-            in_order, back = False, any(_goes_back(p[0]) for p in parts)
+            in_order, back = False, any(steps_go_back(p[0]) for p in parts)
         out.update(column_series(key, steps, raws, keep_unit, write_order=in_order, stepped_back=back))
     return dict(sorted(out.items()))
-
-
-def _goes_back(steps: np.ndarray) -> bool:
-    return len(steps) > 1 and bool(np.any(steps[1:] < np.maximum.accumulate(steps)[:-1]))
 
 
 def _distinct_literal(shape: tuple[str, ...], shapes: list[tuple[str, ...]]) -> str | None:

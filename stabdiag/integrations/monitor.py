@@ -49,7 +49,6 @@ class Monitor:
                                          or not 0 < max_overhead <= 1):
             raise ConfigError(f"max_overhead: expected a fraction in (0, 1]; got {max_overhead!r}")
         self.name, self.check_every, self.stop_on = name, check_every, stop_on
-        self.max_overhead = max_overhead
         self.governor = CheckGovernor(check_every, max_overhead, clock)
         self.stop_layers = tuple(stop_layers)
         self.output_dir = None if output_dir is None else os.fspath(output_dir)
@@ -68,6 +67,11 @@ class Monitor:
     @property
     def should_stop(self) -> bool:
         return self.stop_reason is not None
+
+    @property
+    def max_overhead(self) -> float | None:
+        """The budget the checks keep to: the governor's, which a callback may switch off (None)."""
+        return self.governor.max_overhead
 
     def log(self, step: int, metrics: Mapping[str, object]) -> list[Finding]:
         """Record one step's metrics (numbers; anything else is left out); when a check is due (see

@@ -34,7 +34,7 @@ def __getattr__(name: str):
 
 
 def loads(text: str, shipped: str | None = None) -> dict:
-    """tomllib.loads; for `shipped`, the name of a file of the shipped checklist, through its cache."""
+    """tomllib.loads; for `shipped`, the path of a file of the shipped checklist, through its cache."""
     if shipped is None:
         return _tomllib().loads(text)
     raw = text.encode("utf-8", "surrogatepass")

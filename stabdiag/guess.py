@@ -13,7 +13,6 @@ rivals for the same signal is used, and every guess is reported (see `Guesses`).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -219,7 +218,7 @@ def _pattern(body: dict, path: str, text: str) -> Pattern:
 def parse_name_patterns(text: str, path: str, *, shipped: bool = False) -> NamePatterns:
     """Parse name_patterns.toml; a malformed pattern is a RuleError naming the file, line and pattern."""
     try:
-        data = _toml.loads(text, os.path.basename(path) if shipped else None)
+        data = _toml.loads(text, path if shipped else None)
     except _toml.TOMLDecodeError as exc:
         raise RuleError(path, f"not valid TOML: {exc}") from None
     vocab = data.get("vocabulary", {})

@@ -84,7 +84,7 @@ class MethodsMap:
 @lru_cache(maxsize=1)
 def methods_map() -> MethodsMap:
     ref = _toml.CHECKLIST / "methods.toml"
-    data = _toml.loads(ref.read_text(encoding="utf-8"), ref.name)
+    data = _toml.loads(ref.read_text(encoding="utf-8"), str(ref))
     methods = tuple(Method(m["name"], m["component"], int(m["layer"]), m["changes"],
                            tuple((c["key"], c["when"], (c["requires"]["key"], c["requires"]["when"])
                                   if "requires" in c else None) for c in m.get("config", [])),

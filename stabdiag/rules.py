@@ -208,7 +208,7 @@ def _check_contract(spec: DetectorSpec, body: dict, optional: dict, fail) -> Non
 def parse_rule_file(text: str, path: str, table: AliasTable | None = None, *, shipped: bool = False) -> list[Rule]:
     table = table or default_alias_table()
     try:
-        data = _toml.loads(text, Path(path).name if shipped else None)
+        data = _toml.loads(text, path if shipped else None)
     except _toml.TOMLDecodeError as exc:
         raise RuleError(path, f"not valid TOML: {exc}") from None
     unknown = set(data) - {"rule"}

@@ -11,7 +11,6 @@ still missing; every guess is kept in `Signals.guessed` and said in the notes.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -123,7 +122,7 @@ def _pattern(template: str) -> re.Pattern:
 
 def parse_alias_table(text: str, path: str, *, shipped: bool = False) -> AliasTable:
     try:
-        data = _toml.loads(text, os.path.basename(path) if shipped else None)
+        data = _toml.loads(text, path if shipped else None)
     except _toml.TOMLDecodeError as exc:
         raise RuleError(path, f"not valid TOML: {exc}") from None
     signals: dict[str, SignalDef] = {}

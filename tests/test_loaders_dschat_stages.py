@@ -132,7 +132,7 @@ def test_timer_and_lr_columns_equal_the_points_added_one_by_one(tmp_path, monkey
     path.write_text(SFT + "\n".join(lines) + "\n***** Evaluating perplexity, Epoch 3/3 *****\nppl: 1.5\n",
                     encoding="utf-8")
     columns = textlog.load(str(path))
-    monkeypatch.setattr(dschat, "in_step_range_text", lambda digits: False)
+    monkeypatch.setattr(dschat, "_in_step_range", lambda columns: False)
     one_by_one = textlog.load(str(path))
     assert list(columns.series) == list(one_by_one.series)
     for key, series in columns.series.items():

@@ -28,33 +28,34 @@ from collections import defaultdict
 
 import numpy as np
 
-from ...run import Run
+from ...run import STEP_MAX, STEP_MIN, Run
 from .. import _common
-from .._common import Points, column_of_points, in_step_range_text
+from .._common import Points, column_of_points
 
 FORMAT = "DeepSpeed-Chat SFT/reward/DPO console"
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|(?i:nan|inf))"
 HEADER = re.compile(r"(?m)^\*{5} Evaluating (perplexity|rewards?), Epoch (\d{1,9})/(\d{1,9}) \*{5}")
-# one pass over the text; every alternative starts with a literal, and line starts are a literal newline
-# (the text gets one in front), so the engine skips from candidate to candidate (see _pairs)
+# The timer and lr lines (most of the text) are found by a pattern each and converted per key at the
+# end; the other events by one pass whose alternatives all start with a line's newline (the text gets
+# one in front), so the engine skips from line start to line start (see _pairs).  An event that needs
+# the step (an evaluation, an epoch's loss) reads it from the timer and lr lines before it.
+_TIMER = re.compile(r"/global_step=(\d{1,18}), RunningAvgSamplesPerSec=\S+, CurrSamplesPerSec=(" + _NUM + r"), "
+                    r"MemAllocated=(" + _NUM + r")GB, MaxMemAllocated=(" + _NUM + r")GB")
+_LR = re.compile(r"\] step=(\d{1,18}), skipped=\d{1,18}, lr=\[(" + _NUM + r")")
 _EVENTS = re.compile(
-    r"\n\*{5} Evaluating (perplexity|rewards?), Epoch (\d{1,9})/\d{1,9} \*{5}"                 # 1 2
-    r"|/global_step=(\d{1,18}), RunningAvgSamplesPerSec=\S+, CurrSamplesPerSec=(" + _NUM + r"), "
-    r"MemAllocated=(" + _NUM + r")GB, MaxMemAllocated=(" + _NUM + r")GB"                        # 3 4 5 6
-    r"|\] step=(\d{1,18}), skipped=(\d{1,18}), lr=\[(" + _NUM + r")"                           # 7 8 9
-    r"|\nEpoch \d{1,9}/\d{1,9} with loss (" + _NUM + r")[ \t]*(?=\n)"                            # 10
-    r"|\nEpoch: (\d{1,9}), Step: (\d{1,18}), Rank: 0, loss = (?:tensor\()?(" + _NUM + r")"     # 11 12 13
-    r"|\nBeginning of Epoch \d{1,9}/\d{1,9}, Total Micro Batches (\d{1,18})"                    # 14
-    r"|\n((?:ppl|chosen_last_scores|chosen): [^\n]*|chosen_last_scores \(higher[^\n]*)(?=\n)")  # 15
+    r"\n(?:\*{5} Evaluating (perplexity|rewards?), Epoch \d{1,9}/\d{1,9} \*{5}"                   # 1
+    r"|Epoch \d{1,9}/\d{1,9} with loss (" + _NUM + r")[ \t]*(?=\n)"                                # 2
+    r"|Epoch: (\d{1,9}), Step: (\d{1,18}), Rank: 0, loss = (?:tensor\()?(" + _NUM + r")"         # 3 4 5
+    r"|Beginning of Epoch \d{1,9}/\d{1,9}, Total Micro Batches (\d{1,18})"                        # 6
+    r"|((?:ppl|chosen_last_scores|chosen): [^\n]*|chosen_last_scores \(higher[^\n]*)(?=\n))")     # 7
 _EVAL_PAIR = re.compile(r"([a-z_]+)(?: \([a-z ]+ is better\))? ?: (" + _NUM + r")")
 _EVAL_NAMES = {"ppl": "eval_ppl", "loss": "eval_loss", "acc": "eval_accuracy",
                "chosen_last_scores": "eval_chosen_score", "rejected_last_scores": "eval_rejected_score",
                "chosen": "eval_chosen_reward", "rejected": "eval_rejected_reward"}
-_OVERFLOW = re.compile(r"OVERFLOW!|Overflow detected")
+_OVERFLOWS = ("OVERFLOW!", "Overflow detected")      # DeepSpeed's two wordings (they cannot overlap)
 _MICRO = re.compile(r"micro_step=(\d{1,18})/global_step=([1-9]\d{0,17})\b")
 _PPL_WITH_LOSS = re.compile(r"\nppl: [^\n]*loss")     # `^ppl: ...loss` (MULTILINE) with a literal first
 _TIMER_KEYS = ("samples_per_second", "mem_allocated_gb", "max_mem_allocated_gb")
-_COLUMN_KEYS = _TIMER_KEYS + ("lr",)         # no other line writes them
 
 
 def sniff(text: str) -> bool:
@@ -63,47 +64,33 @@ def sniff(text: str) -> bool:
 
 def read(path: str, text: str) -> Run:
     points = Points(skip_repeats=True)         # every rank prints the same timer line
-    step, pending, evals, records = 0, None, 0, 0
+    step, pending, evals, others = 0, None, 0, 0
     per_epoch, ratio = None, _ratio(text)
     losses: dict[int, list[float]] = defaultdict(list)
-    events = _EVENTS.findall("\n" + text + "\n")
-    # the timer and lr lines (most of the points) are gathered per key and converted at the end, when
-    # every step they print is in the step range (else each goes through Points, which notes the others)
-    columns: dict[str, tuple[list[int], list[str]]] | None = {key: ([], []) for key in _COLUMN_KEYS}
-    if not all(in_step_range_text(e[2] or e[6]) for e in events if e[2] or e[6]):
-        columns = None
-    for (kind, _epoch, g_step, curr, mem, max_mem, l_step, _skipped, lr, epoch_loss,
-         p_epoch, p_step, p_loss, micro_batches, result) in events:
-        if kind:
-            pending = kind
-        elif g_step:
-            step = int(g_step)
-            for key, raw in zip(_TIMER_KEYS, (curr, mem, max_mem)):
-                if columns is None:
-                    points.add(step, key, _common.number(raw))
-                else:
-                    columns[key][0].append(step)
-                    columns[key][1].append(raw)
-            records += 1
-        elif l_step:
-            step = max(step, int(l_step))
-            if columns is None:
-                points.add(int(l_step), "lr", _common.number(lr))
-            else:
-                columns["lr"][0].append(int(l_step))
-                columns["lr"][1].append(lr)
-            records += 1
-        elif epoch_loss:
-            points.add(step, "train_loss", _common.number(epoch_loss))
-            records += 1
-        elif p_step:
+    timer_rows: list[tuple[str, str, str, str]] = []      # (global step, samples/s, mem, max mem) as text
+    lr_rows: list[tuple[str, str]] = []                   # (step, lr) as text
+    padded = "\n" + text + "\n"
+    scanned = 0                                # the timer and lr lines before here are in the rows
+    for match in _EVENTS.finditer(padded):
+        kind, epoch_loss, p_epoch, p_step, p_loss, micro_batches, result = match.groups()
+        if p_step:
             # a micro-batch's loss: its optimizer step from the epoch's batch count (1 update per batch
             # unless the timer lines show gradient accumulation)
             micro = int(p_epoch) * (per_epoch or 0) + int(p_step) + 1
             losses[-(-micro // ratio)].append(_common.number(p_loss))
-            records += 1
-        elif micro_batches:
+            others += 1
+            continue
+        if kind:
+            pending = kind
+            continue
+        if micro_batches:
             per_epoch = int(micro_batches)
+            continue
+        step = _step_after(padded, scanned, match.start(), step, timer_rows, lr_rows)
+        scanned = match.start()
+        if epoch_loss:
+            points.add(step, "train_loss", _common.number(epoch_loss))
+            others += 1
         elif result and pending:
             values = {_EVAL_NAMES.get(k, "eval_" + k): _common.number(v) for k, v in _EVAL_PAIR.findall(result)}
             if "eval_ppl" in values and "eval_loss" not in values and values["eval_ppl"] > 0:
@@ -112,6 +99,8 @@ def read(path: str, text: str) -> Run:
                 points.add(step, key, value)
             evals += 1
             pending = None
+    _step_after(padded, scanned, len(padded), step, timer_rows, lr_rows)
+    records = len(timer_rows) + len(lr_rows) + others
     for at, values in losses.items():
         points.add(at, "loss", sum(values) / len(values))
     name = os.path.basename(path)
@@ -119,9 +108,9 @@ def read(path: str, text: str) -> Run:
              "is placed at the last global step before it"]
     if any(len(v) > 1 for v in losses.values()):
         notes.append(f"{name}: the printed micro-batch losses are averaged per optimizer step")
-    if "eval_ppl" in points.keys and not _PPL_WITH_LOSS.search("\n" + text):
+    if "eval_ppl" in points.keys and not _PPL_WITH_LOSS.search(padded):
         notes.append(f"{name}: eval_loss = ln(ppl): the log prints only the perplexity")
-    overflows = len(_OVERFLOW.findall(text))
+    overflows = sum(map(text.count, _OVERFLOWS))
     if overflows:
         notes.append(f"{name}: {overflows} fp16 loss-scale overflow message(s) (DeepSpeed skips those steps; "
                      "early in training this is normal)")
@@ -129,15 +118,42 @@ def read(path: str, text: str) -> Run:
     total = HEADER.search(text)
     if total:
         meta["planned_epochs"] = int(total.group(3))
+    timer_steps = [int(row[0]) for row in timer_rows]
+    columns = [(key, timer_steps, [row[i] for row in timer_rows]) for i, key in enumerate(_TIMER_KEYS, 1)]
+    columns.append(("lr", [int(row[0]) for row in lr_rows], [row[1] for row in lr_rows]))
     whole = {}
-    for key, (steps, raws) in (columns or {}).items():
-        # _NUM's text is what float() reads; every NaN is the one _common.number gives (not float's -nan)
-        numbers = np.fromiter(map(float, raws), np.float64, len(raws))
-        numbers[np.isnan(numbers)] = np.nan
-        series = column_of_points(key, steps, numbers, skip_repeats=True)
-        if series is not None:
-            whole[key] = series
+    if _in_step_range(columns):
+        for key, steps, raws in columns:
+            # _NUM's text is what float() reads; every NaN is the one _common.number gives (not float's -nan)
+            numbers = np.fromiter(map(float, raws), np.float64, len(raws))
+            numbers[np.isnan(numbers)] = np.nan
+            series = column_of_points(key, steps, numbers, skip_repeats=True)
+            if series is not None:
+                whole[key] = series
+    else:                                      # a step off the range: Points leaves it out, with a note
+        for key, steps, raws in columns:
+            for at, raw in zip(steps, raws):
+                points.add(at, key, _common.number(raw))
     return points.to_run(path, framework="DeepSpeed-Chat", fmt=FORMAT, notes=notes, meta=meta, series=whole)
+
+
+def _step_after(text: str, start: int, end: int, step: int, timer_rows: list, lr_rows: list) -> int:
+    """The step after text[start:end]'s timer and lr lines, whose rows are added to the lists: a timer
+    line sets it (its global step), an lr line raises it to its step."""
+    timers = _TIMER.findall(text, start, end)
+    lrs = _LR.findall(text, start, end)
+    timer_rows += timers
+    lr_rows += lrs
+    if timers:
+        step = int(timers[-1][0])
+        last = text.rfind(f"/global_step={timers[-1][0]}, RunningAvgSamplesPerSec=", start, end)
+        lrs = _LR.findall(text, last, end)
+    return max([step] + [int(lr_step) for lr_step, _ in lrs])
+
+
+def _in_step_range(columns: list[tuple[str, list[int], list[str]]]) -> bool:
+    """Whether every step of the gathered columns is in the step range (and so can be one array)."""
+    return all(STEP_MIN <= min(steps, default=0) and max(steps, default=0) <= STEP_MAX for _, steps, _ in columns)
 
 
 def _ratio(text: str) -> int:

@@ -14,7 +14,8 @@ lines (the issue's target, against loop+split).  An extra baseline, not the issu
 
   parse        the simplest correct Python parse of the same records (each record line split, its step
                int() and each value float(), the values kept per key; json.load and the same for the
-               JSON files; a notebook's stored output lines split)
+               JSON files, with the golden values' model_config.yaml loaded as the reader does; a
+               notebook's stored output lines split and its HTML tables' cells float())
 
 with read / parse printed beside the others.  Times are CPU seconds (time.process_time), the best of
 --repeat tries, in one process, the reader and the floors taking turns (on a shared machine both then
@@ -146,11 +147,18 @@ def _parse_llmc(path: str) -> dict:
 
 
 def _parse_golden(path: str) -> dict:
-    """json.load, then each metric's {step: value} as ints and floats."""
+    """json.load, then each metric's {step: value} as ints and floats; and the model_config.yaml beside
+    it loaded (the reader takes the run's configuration and planned length from it)."""
     import json
+
+    import yaml
 
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
+    config = os.path.join(os.path.dirname(path), "model_config.yaml")
+    if os.path.isfile(config):
+        with open(config, encoding="utf-8") as fh:
+            yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return {key: ([int(k) for k in entry["values"]], [float(v) for v in entry["values"].values()])
             for key, entry in data.items()}
 
@@ -195,15 +203,30 @@ def _parse_verl(path: str) -> dict:
 
 
 def _parse_notebook(path: str) -> int:
-    """json.load, then every stored output's text split line by line."""
+    """json.load, then every stored output's text split line by line, and the cells of every HTML
+    table (HF Trainer's progress table) converted with float() where they are numbers."""
     import json
+    import re
 
+    rows, cells = re.compile(r"<tr[^>]*>(.*?)</tr>", re.S), re.compile(r"<t[dh][^>]*>\s*(.*?)\s*</t[dh]>", re.S)
     with open(path, encoding="utf-8") as fh:
-        cells = json.load(fh).get("cells", [])
+        notebook = json.load(fh)
     tokens = 0
-    for cell in cells:
+    for cell in notebook.get("cells", []):
         for out in cell.get("outputs", []):
-            text = out.get("text") or out.get("data", {}).get("text/plain", "")
+            data = out.get("data", {})
+            html = data.get("text/html", "")
+            html = "".join(html) if isinstance(html, list) else html
+            if "<table" in html:
+                for row in rows.findall(html):
+                    for value in cells.findall(row):
+                        try:
+                            float(value)
+                            tokens += 1
+                        except ValueError:
+                            pass
+                continue
+            text = out.get("text") or data.get("text/plain", "")
             for line in ("".join(text) if isinstance(text, list) else text).splitlines():
                 tokens += len(line.split())
     return tokens

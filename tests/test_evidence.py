@@ -152,7 +152,7 @@ def test_a_large_rise_the_data_cannot_confirm_is_not_judged_never_a_pass():
     outcomes = []
     for seed in range(30):
         rng = np.random.default_rng(seed)
-        steps = np.arange(1, 17) * 2
+        steps = np.arange(1, 17) * 4            # 64 steps: past the 50 a rise is judged over
         reward = 0.3 + 0.4 * np.linspace(0, 1, 16) + rng.normal(0, 0.3, 16)     # 16 points, sd 0.3
         ev_steps = steps[::2]
         run = Run("noisy", {"reward": Series.from_points("reward", steps, reward),

@@ -194,18 +194,20 @@ def window_change(steps: np.ndarray, values: np.ndarray, start: float, end: floa
     return linear_change(steps[inside], values[inside], noise_floor=noise_floor)
 
 
-def level_gain(values: np.ndarray) -> Change:
-    """The change from a curve's first point (where the window began) to the level
-    of its second half (medians), with a standard error from the robust point-to-point noise of the
-    second half (first differences / sqrt 2: a jump before it does not count as noise) corrected for
-    its autocorrelation.  A sparse eval that jumped early and then held is a sure gain, which a straight
-    line through the jump and the plateau reads poorly."""
+def level_gain(values: np.ndarray, head_points: int = 1) -> Change:
+    """The change from a curve's first `head_points` points (where the window began) to the level
+    of its second half, or of the points after the head where that is later (medians), with a standard
+    error from the robust point-to-point noise of the points (first differences / sqrt 2: a jump among
+    them does not count as noise) corrected for the tail's autocorrelation.  A sparse eval that jumped
+    early and then held is a sure gain, which a straight line through the jump and the plateau reads
+    poorly."""
     v = np.asarray(values, dtype=np.float64)
     n = len(v)
-    if n < 4:
+    k = min(max(int(head_points), 1), n)
+    if n < 4 or n - max(k, n // 2) < 2:
         return _UNKNOWN
-    head = v[:1]
-    tail = v[n // 2:]
+    head = v[:k]
+    tail = v[max(k, n // 2):]
     estimate = float(st.median(tail) - st.median(head))
     # the noise from every point's neighbour differences (robust: one jump among them does not count),
     # not from the few points of the tail alone

@@ -187,8 +187,14 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
     if rel - se_count * rel_se > 0 and rel > gain_rel:
         return "tracks", gain
     # an eval that rose surely from where the rise began to its later level (a jump, then a hold, which a
-    # line through the progress reads poorly) tracks too
-    jumped = ev.level_gain(values[order])
+    # line through the progress reads poorly) tracks too.  Where the rise began: the eval's first points,
+    # up to where the reward had moved a tenth of its rise since the first of them, not the first point
+    # alone (an eval that stepped up from its first point while the reward was still at its start level
+    # did not follow the reward)
+    in_time = progress[order]
+    moved = in_time >= in_time[0] + 0.1
+    before_rise = int(np.argmax(moved)) if moved.any() else len(moved)
+    jumped = ev.level_gain(values[order], head_points=before_rise)
     if jumped.sure(se_count) and jumped.estimate / scale > gain_rel:
         return "tracks", gain
     if rel > gain_rel or rel + se_count * rel_se > upper_rel:

@@ -92,6 +92,12 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         if trend.estimate > 0 and fit_share >= min_rise_share and not trend.sure(min_rise_z):
             return NotJudged(f"too noisy to tell: {r.signal}'s fit rises {trend.text()}, its points peak "
                              f"at step {int(r.steps[peak])}")
+        if rise > 0 and smooth[peak] > start_level and fit_share >= min_rise_share and trend.sure(min_rise_z):
+            # a large, sure rise that peaked within the first min_steps: the answer format being learned
+            # and a loophole found at once look alike, and the points cannot tell which
+            return NotJudged(f"{r.signal} rose {trend.text()} and peaked at step {int(r.steps[peak])}, within "
+                             f"its first {min_steps:g} steps: a format being learned cannot be told from a "
+                             "loophole found")
         return None
     rise_share = ev.share(rise, max(fitted_range, rise))
     # ... and a standardized effect (Cohen's d): the rise in the curve's own batch-to-batch sds.  Not a

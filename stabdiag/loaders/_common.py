@@ -12,8 +12,6 @@ import numpy as np
 
 from ..errors import InputError
 from ..run import (
-    STEP_MAX,
-    STEP_MIN,
     STEP_RANGE,
     Run,
     Series,
@@ -125,11 +123,6 @@ def column_of_points(key: str, steps: list[int], values, *, skip_repeats: bool =
         drop[order[1:][repeat]] = True
         steps_arr, values_arr = steps_arr[~drop], values_arr[~drop]
     return Series.from_points(key, steps_arr, values_arr)
-
-
-def in_step_range_text(digits: str) -> bool:
-    """Decimal digits (as a reader's regex gives them) that are a step in the step range."""
-    return len(digits) < 16 or STEP_MIN <= int(digits) <= STEP_MAX
 
 
 class Points:

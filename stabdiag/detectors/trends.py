@@ -86,13 +86,14 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     # the level the curve holds at its top, not the smoothed maximum: a maximum of a running median is
     # biased up by noise, and by how much depends on how many points were logged
     rise = float(st.median(r.values[int(np.argmax(smooth >= top)):last + 1])) - start_level
-    if smooth[peak] <= start_level or rise <= 0 or r.steps[peak] - r.steps[0] < min_steps:
-        # no rise by the points (the curve is highest within its first steps); where the fit sees a large
+    rose = smooth[peak] > start_level and rise > 0
+    if not rose or r.steps[peak] - r.steps[0] < min_steps:
+        # no rise by the points, or one that peaked within the first min_steps; where the fit sees a large
         # one the data cannot confirm, that is not a clean bill either
         if trend.estimate > 0 and fit_share >= min_rise_share and not trend.sure(min_rise_z):
             return NotJudged(f"too noisy to tell: {r.signal}'s fit rises {trend.text()}, its points peak "
                              f"at step {int(r.steps[peak])}")
-        if rise > 0 and smooth[peak] > start_level and fit_share >= min_rise_share and trend.sure(min_rise_z):
+        if rose and fit_share >= min_rise_share and trend.sure(min_rise_z):
             # a large, sure rise that peaked within the first min_steps: the answer format being learned
             # and a loophole found at once look alike, and the points cannot tell which
             return NotJudged(f"{r.signal} rose {trend.text()} and peaked at step {int(r.steps[peak])}, within "

@@ -9,8 +9,9 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = "2.1"   # 2.0: verdict "unknown", not-judged reasons; 2.1: what a selection ignored, the
-                         # layer status "ignored", verdict_text.  The schema: stabdiag/schema.py
+SCHEMA_VERSION = "2.2"   # 2.0: verdict "unknown", not-judged reasons; 2.1: what a selection ignored, the
+                         # layer status "ignored", verdict_text; 2.2: unknown[].undecided, and verdict_text
+                         # names the rules too noisy to tell.  The schema: stabdiag/schema.py
 
 
 class Status(str, Enum):
@@ -69,12 +70,14 @@ class Finding:
 @dataclass(frozen=True, slots=True)
 class Unknown:
     """A rule that did not judge the run: a signal it needs is not logged (`missing`), or the data it
-    has is too short or too sparse to judge (`reason`)."""
+    has is too short or too sparse to judge (`reason`).  `undecided`: the data shows a change of the size
+    the rule looks for but can neither confirm it nor rule it out ("too noisy to tell")."""
 
     rule: str
     layer: int
     missing: tuple[str, ...]
     reason: str = ""
+    undecided: bool = False
 
     @property
     def kind(self) -> str:
@@ -85,7 +88,7 @@ class Unknown:
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "layer": self.layer, "kind": self.kind, "missing": list(self.missing),
-                "reason": self.describe()}
+                "reason": self.describe(), "undecided": self.undecided}
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,17 +185,31 @@ class Diagnosis:
             parts += ids if len(ids) <= 2 else [f"{len(ids)} L{layer} rules"]
         return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
 
+    @property
+    def undecided(self) -> tuple[Unknown, ...]:
+        """The rules that saw a change of the size they look for but could not confirm it or rule it out."""
+        return tuple(u for u in self.unknown if u.undecided)
+
+    def undecided_text(self) -> str:
+        """"L1.reward-eval-divergence too noisy to tell", or "3 rules too noisy to tell"; empty when none."""
+        ids = [u.rule for u in self.undecided]
+        if not ids:
+            return ""
+        return (", ".join(ids) if len(ids) <= 2 else f"{len(ids)} rules") + " too noisy to tell"
+
     def verdict_text(self) -> str:
-        """The verdict, never a bare pass when rules were left out: "pass, L1 and L3 ignored (ignored
-        rules would fire: L3.nonfinite-values fail)"."""
+        """The verdict, never a bare pass when rules were left out or could not tell: "pass, L1 and L3
+        ignored (ignored rules would fire: L3.nonfinite-values fail)", "pass, L1.length-confound too
+        noisy to tell"."""
+        text = self.verdict
         left_out = self.ignored_text()
-        if not left_out:
-            return self.verdict
-        text = f"{self.verdict}, {left_out} ignored"
-        if self.ignored_findings:
-            fired = ", ".join(f"{f.rule} {f.severity}" for f in self.ignored_findings)
-            text += f" (ignored rules would fire: {fired})"
-        return text
+        if left_out:
+            text += f", {left_out} ignored"
+            if self.ignored_findings:
+                fired = ", ".join(f"{f.rule} {f.severity}" for f in self.ignored_findings)
+                text += f" (ignored rules would fire: {fired})"
+        undecided = self.undecided_text()
+        return text + (f", {undecided}" if undecided else "")
 
     def root_findings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.layer == self.root_layer and not f.downstream)

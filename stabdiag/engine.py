@@ -260,7 +260,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
         if rule.requires == "event" and not isinstance(result, Evidence):
             continue                      # an event rule only reports; its silence judges nothing
         if isinstance(result, NotJudged):
-            unknown.append(Unknown(rule.id, rule.layer, (), result.reason))
+            unknown.append(Unknown(rule.id, rule.layer, (), result.reason, result.undecided))
             continue
         judged[rule.layer].append(rule.id)
         if isinstance(result, Quiet):

@@ -47,7 +47,9 @@ _LAYER_RESULT = _closed({
     "missing_signals": _STRS})
 
 _UNKNOWN = _closed({"rule": _STR, "layer": _LAYER, "kind": {"enum": ["missing signal", "too little data"]},
-                    "missing": _STRS, "reason": _STR})
+                    "missing": _STRS, "reason": _STR,
+                    "undecided": {"type": "boolean", "description": "a change the size the rule looks for "
+                                  "that the data can neither confirm nor rule out: too noisy to tell"}})
 
 _ENDING = _closed({"kind": _STR, "step": _STEP, "message": _STR, "source": _STR},
                   {"planned": {"type": ["integer", "null"], "description": "the steps the run was to train"}})
@@ -69,7 +71,8 @@ _COST = {"anyOf": [
 
 _RUN = _closed({
     "run": _STR, "verdict": {"enum": ["pass", "warn", "fail", "unknown"]},
-    "verdict_text": {"type": "string", "description": "the verdict and what --select/--ignore left out"},
+    "verdict_text": {"type": "string", "description": "the verdict, what --select/--ignore left out and "
+                                                   "the rules too noisy to tell"},
     "root_layer": {"anyOf": [_LAYER, {"type": "null"}]}, "kind": {"enum": ["rl", "sft"]},
     "layers": {"type": "array", "items": _LAYER_RESULT, "minItems": 4, "maxItems": 4},
     "findings": {"type": "array", "items": _FINDING}, "unknown": {"type": "array", "items": _UNKNOWN},

@@ -4,6 +4,7 @@ the baseline comparison."""
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -19,6 +20,7 @@ from stabdiag.report import FORMATS, render
 from stabdiag.report.github import command, escape_data, escape_property
 from stabdiag.report.sparkline import BLOCKS, rebin, sparkline, with_trends
 from stabdiag.rules import load_rules
+from tests.casegen import make_run
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 runner = CliRunner()
@@ -219,6 +221,51 @@ def test_github_escaping():
     assert escape_property("a:b,c") == "a%3Ab%2Cc"
     assert command("error", "m", file="x.csv", title="L1.x: y") == "::error file=x.csv,title=L1.x%3A y::m"
     assert command("notice", "m") == "::notice::m"
+
+
+# --- a pass beside a rule too noisy to tell ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def noisy_pass():
+    """Layer 1 judged clean by the length rule while the reward-eval rule sees a large rise it cannot confirm
+    (0.3 -> 0.8 under per-point noise 0.3, 16 points): the run passes, and every format says which rule
+    could not tell."""
+    run = make_run("noisy", {"reward": {"ramp": [0.3, 0.8], "steps": 64, "every": 4, "noise": 0.3, "seed": 2},
+                             "eval/math_accuracy": {"ramp": [0.42, 0.42], "every": 8, "steps": 64},
+                             "response_length": {"ramp": [300, 300], "steps": 64, "noise": 5},
+                             "grad_norm": {"ramp": [1.0, 1.0], "steps": 64, "noise": 0.05}})
+    diag = diagnose(run)
+    assert diag.verdict == "pass" and diag.layers[0].status.value == "pass"
+    assert [u.rule for u in diag.undecided] == ["L1.reward-eval-divergence"]
+    return diag
+
+
+def test_every_format_names_the_rule_too_noisy_to_tell_beside_a_pass(noisy_pass):
+    said = "L1.reward-eval-divergence too noisy to tell"
+    assert noisy_pass.verdict_text() == f"pass, {said}"
+    terminal = render([noisy_pass], "terminal")
+    assert f"PASS, {said}" in terminal.splitlines()[0]
+    assert "Too noisy to tell - changes these rules could neither confirm nor rule out" in terminal
+    assert re.search(r"L1\.reward-eval-divergence +too noisy to tell: reward 0\.\d+ -> 0\.\d+", terminal)
+    report = json.loads(render([noisy_pass], "json"))["runs"][0]
+    assert report["verdict"] == "pass" and report["verdict_text"] == f"pass, {said}"
+    assert [u["rule"] for u in report["unknown"] if u["undecided"]] == ["L1.reward-eval-divergence"]
+    assert f"✅ pass, {said}" in render([noisy_pass], "markdown")
+    suite = _validate_junit(render([noisy_pass], "junit")).find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["verdict"] == "pass" and props["too_noisy_to_tell"] == "L1.reward-eval-divergence"
+    github = render([noisy_pass], "github").splitlines()
+    assert any(line.startswith("::notice ") and "title=stabdiag L1.reward-eval-divergence too noisy to tell"
+               in line for line in github)
+    assert f"PASS, {said.upper()}" in render([noisy_pass], "html")
+    # the tree view's one line per run says it too
+    table = render([noisy_pass, noisy_pass], "terminal", view="quiet")
+    assert table.count(said) == 2
+
+
+def test_a_clean_pass_names_no_undecided_rule(diags):
+    healthy = diags["grpo_math_healthy"]
+    assert healthy.verdict == "pass" and healthy.undecided == () and healthy.verdict_text() == "pass"
+    assert "too noisy" not in render([healthy], "terminal")
 
 
 # --- CLI: --format, --output ------------------------------------------------------------------------

@@ -51,11 +51,21 @@ class Curve:
         return max(int(minimum), int(round(steps / max(self.cadence, 1e-12))))
 
 
+TOO_NOISY = "too noisy to tell"
+
+
 @dataclass(frozen=True, slots=True)
 class NotJudged:
-    """A detector had its signals but too little data to judge: why, in words a user can act on."""
+    """A detector had its signals but too little data to judge: why, in words a user can act on.
+    `undecided`: the data shows a change of the size the rule looks for, but cannot confirm it or rule
+    it out (`too_noisy`); a run that passes beside such a rule is reported with it, never as a bare pass."""
 
     reason: str
+    undecided: bool = False
+
+    @classmethod
+    def too_noisy(cls, detail: str) -> NotJudged:
+        return cls(f"{TOO_NOISY}: {detail}", undecided=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,8 +91,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         # no rise by the points, or one that peaked within the first min_steps; where the fit sees a large
         # one the data cannot confirm, that is not a clean bill either
         if trend.estimate > 0 and fit_share >= min_rise_share and not trend.sure(min_rise_z):
-            return NotJudged(f"too noisy to tell: {r.signal}'s fit rises {trend.text()}, its points peak "
-                             f"at step {int(r.steps[peak])}")
+            return NotJudged.too_noisy(f"{r.signal}'s fit rises {trend.text()}, its points peak "
+                                       f"at step {int(r.steps[peak])}")
         if rose and fit_share >= min_rise_share and trend.sure(min_rise_z):
             # a large, sure rise that peaked within the first min_steps: the answer format being learned
             # and a loophole found at once look alike, and the points cannot tell which
@@ -138,12 +138,12 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     if leaning:
         # one check flat, another up by as much as following the rise would give it but not surely: the
         # checks disagree, and the flat one alone does not show the reward left them behind
-        return NotJudged(f"too noisy to tell: {said} while evals moved {_eval_summary(changes)}, but "
-                         + "; ".join(leaning))
+        return NotJudged.too_noisy(f"{said} while evals moved {_eval_summary(changes)}, but "
+                                   + "; ".join(leaning))
     if not trend.sure(min_rise_z) or rise_share < min_rise_share:
         # large by one reading, but not sure (or the points and the fit disagree): never a pass
-        return NotJudged(f"too noisy to tell: {said}, trend z {trend.z:.1f} after autocorrelation (needs "
-                         f"{min_rise_z:g}, n_eff {trend.n_eff:.0f}) while evals moved {_eval_summary(changes)}")
+        return NotJudged.too_noisy(f"{said}, trend z {trend.z:.1f} after autocorrelation (needs {min_rise_z:g}, "
+                                   f"n_eff {trend.n_eff:.0f}) while evals moved {_eval_summary(changes)}")
     onset = int(r.steps[np.argmax(smooth >= start_level + 0.25 * rise)])
     return Evidence(onset, int(r.steps[peak]), {
         "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": start_level + rise,
@@ -248,8 +248,8 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         changes[c.signal] = change
     growth = ev.hinge_change(g.steps, g.values)
     if changes and not growth.sure(_SURE_Z):
-        return NotJudged(f"too noisy to tell: {g.signal} {start_level:.3g} -> {end_level:.3g} "
-                         f"({end_level / start_level:.1f}x), its trend {growth.text()}")
+        return NotJudged.too_noisy(f"{g.signal} {start_level:.3g} -> {end_level:.3g} "
+                                   f"({end_level / start_level:.1f}x), its trend {growth.text()}")
     if not changes:
         return NotJudged(f"{g.signal} grew {end_level / start_level:.1f}x, but no eval has {min_flat_points:g} "
                          "points to tell whether it improved")
@@ -308,7 +308,7 @@ def component_divergence(components: list[Curve], **params) -> Evidence | NotJud
     if not checks or not others:
         return NotJudged("needs a correctness component and another component; the run logs "
                          + (", ".join(c.signal for c in components) or "none"))
-    reasons = []
+    unjudged: list[NotJudged] = []
     judged = False
     for other in others:
         # the components are summands of one reward: their units are shared, so correctness's change is
@@ -317,10 +317,11 @@ def component_divergence(components: list[Curve], **params) -> Evidence | NotJud
         if isinstance(result, Evidence):
             return result
         if isinstance(result, NotJudged):
-            reasons.append(result.reason)
+            unjudged.append(result)
         else:
             judged = True
-    return None if judged else NotJudged("; ".join(reasons))
+    return None if judged else NotJudged("; ".join(u.reason for u in unjudged),
+                                         undecided=any(u.undecided for u in unjudged))
 
 
 def is_correctness(signal: str) -> bool:
@@ -373,8 +374,8 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curv
         if line.high < _SMALL_SHARE * ev.smoothed_range(rv):
             return None         # the reward's rise is ruled out beyond a small share of its range: clean
         # the fraction climbed, and a rise of the reward beside it is neither confirmed nor ruled out
-        return NotJudged(f"too noisy to tell: {f.signal} climbed {start:.0%} -> {end:.0%} while {r.signal} "
-                         f"moved {trend.text()} (needs {min_rise_z:g} standard errors, interval above 0)")
+        return NotJudged.too_noisy(f"{f.signal} climbed {start:.0%} -> {end:.0%} while {r.signal} "
+                                   f"moved {trend.text()} (needs {min_rise_z:g} standard errors, interval above 0)")
     onset = _onset(f, start, end)
     improved = ev.eval_improvement(evals, float(f.steps[0]), float(f.steps[-1]))
     if improved is not None:

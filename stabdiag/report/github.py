@@ -74,6 +74,9 @@ def render(diagnoses: list[Diagnosis], **options) -> str:
             lines.append(command("warning" if diag.ignored_findings else "notice",
                                  f"{visible(diag.run)}: {visible(diag.verdict_text())}", file=file,
                                  title="stabdiag rules ignored (--select/--ignore)"))
+        for u in diag.undecided:        # a pass beside a change nobody could confirm is not a clean bill
+            lines.append(command("notice", f"{visible(diag.run)}: {u.rule} not judged: {visible(u.reason)}",
+                                 file=file, title=f"stabdiag {u.rule} too noisy to tell"))
         for r in diag.layers:
             if r.status is Status.UNKNOWN:
                 lines.append(command("notice", f"{visible(diag.run)}: layer {r.layer} ({LAYER_NAMES[r.layer]}) not "

@@ -81,7 +81,8 @@ def _suite(diag: Diagnosis, rules, fail_on: str, allow_unknown: bool, settings: 
     props = ET.Element("properties")
     root = "none" if diag.root_layer is None else str(diag.root_layer)
     ignored = (("ignored", diag.ignored_text()),) if diag.ignored else ()
-    for name, value in (("verdict", diag.verdict), *ignored, ("root_layer", root),
+    undecided = (("too_noisy_to_tell", ", ".join(u.rule for u in diag.undecided)),) if diag.undecided else ()
+    for name, value in (("verdict", diag.verdict), *ignored, *undecided, ("root_layer", root),
                         ("steps", "" if diag.steps is None else f"{diag.steps[0]}-{diag.steps[1]}"), *settings):
         ET.SubElement(props, "property", name=xml(name), value=xml(value))
     suite.insert(0, props)

@@ -50,9 +50,11 @@ def _trends(diag: Diagnosis, layer: int) -> str:
 
 
 def verdict(diag: Diagnosis) -> str:
-    """The verdict with its icon, and what the selection left out: never a bare pass."""
-    left_out = diag.ignored_text()
-    return _ICON[diag.verdict] + (f", {cell(left_out)} ignored" if left_out else "")
+    """The verdict with its icon, what the selection left out and the rules too noisy to tell: never a
+    bare pass."""
+    left_out, undecided = diag.ignored_text(), diag.undecided_text()
+    return (_ICON[diag.verdict] + (f", {cell(left_out)} ignored" if left_out else "")
+            + (f", {cell(undecided)}" if undecided else ""))
 
 
 def _run(diag: Diagnosis, heading: str) -> list[str]:

@@ -48,6 +48,8 @@ def _verdict_line(diag: Diagnosis) -> Text:
     text.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
     if diag.ignored:
         text.append(f", {diag.ignored_text()} ignored", style="yellow" if diag.ignored_findings else "dim")
+    if diag.undecided:
+        text.append(f", {diag.undecided_text()}", style="yellow")
     if diag.root_layer is not None:
         text.append(f"  root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})")
     elif diag.verdict == "unknown":
@@ -151,6 +153,16 @@ def _not_judged(console: Console, diag: Diagnosis) -> None:
                           + shown(r.not_judged_text())) for r in unknown_layers])
 
 
+def _too_noisy(console: Console, diag: Diagnosis) -> None:
+    """The rules that saw a large change they could not confirm, in layers other rules judged: the layer's
+    pass does not cover them (an unknown layer's reasons are in the not-judged list)."""
+    noisy = [u for u in diag.undecided if diag.layers[u.layer - 1].status is not Status.UNKNOWN]
+    if noisy:
+        console.print(Text("Too noisy to tell - changes these rules could neither confirm nor rule out "
+                           "(more steps, larger groups or denser evals decide them):", style="bold"))
+        _items(console, [(Text(u.rule, style="yellow"), shown(u.reason)) for u in noisy])
+
+
 def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, shared: bool = False) -> None:
     """The full view of one run: the verdict, what to check first (both on the first screen), the
     four-layer table, then the rest.  `shared`: the not-judged lists are said once for the whole tree."""
@@ -163,6 +175,7 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, share
                            "from the bottom up:", style="bold"))
         _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), shown(f.message))
                          for f in downstream])
+    _too_noisy(console, diag)
     if not shared:
         _not_judged(console, diag)
     if diag.ignored_findings:
@@ -194,6 +207,8 @@ def _headline(diag: Diagnosis) -> str:
     if diag.ignored:
         fired = f"; would fire: {', '.join(f.rule for f in diag.ignored_findings)}" if diag.ignored_findings else ""
         text = "; ".join(t for t in (text, f"{diag.ignored_text()} ignored{fired}") if t)
+    if diag.undecided:
+        text = "; ".join(t for t in (text, diag.undecided_text()) if t)
     if diag.ending is not None and diag.ending.failed and not root:
         text = "; ".join(t for t in (text, f"ended: {diag.ending.kind} at step {diag.ending.step}") if t)
     return text

@@ -320,8 +320,12 @@ def component_divergence(components: list[Curve], **params) -> Evidence | NotJud
             unjudged.append(result)
         else:
             judged = True
-    return None if judged else NotJudged("; ".join(u.reason for u in unjudged),
-                                         undecided=any(u.undecided for u in unjudged))
+    undecided = [u for u in unjudged if u.undecided]
+    if undecided:
+        # a component whose large climb the data can neither confirm nor rule out: another component
+        # judged clean does not clear it
+        return NotJudged("; ".join(u.reason for u in undecided), undecided=True)
+    return None if judged else NotJudged("; ".join(u.reason for u in unjudged))
 
 
 def is_correctness(signal: str) -> bool:

@@ -270,6 +270,24 @@ def test_a_z_of_3_on_three_effective_points_is_not_sure():
     assert strong.sure(3.0) and not strong.sure(3.5)
 
 
+def test_a_change_on_too_few_independent_points_says_so_instead_of_an_infinite_interval():
+    """verl's GPG baseline: response length 245 -> 602 in one late step over 211 points, n_eff 2; its
+    evidence had read "95% interval -inf..inf, z 0.0"."""
+    few = ev.Change(498.0, math.inf, -math.inf, math.inf, 211, 2.0, 0.98, 40.0)
+    assert few.text() == "+498 (no interval: n_eff 2, too few independent points)" and not few.sure(3.0)
+    # a ramp to a plateau logged 20 times: the two-phase fit misses the plateau, its residuals carry the
+    # misfit, and 20 points count as 3 (a known gap in power at sparse logging)
+    steps = np.arange(1, 21) * 50
+    reward = np.interp(steps, [0, 250, 450, 1000], [0.25, 0.25, 0.9, 0.9]) + \
+        np.random.default_rng(1).normal(0, 0.03, 20)
+    run = Run("few", {"reward": Series.from_points("reward", steps, reward),
+                      "eval/math500_accuracy": Series.from_points(
+                          "eval/math500_accuracy", steps[::2], 0.42 + np.random.default_rng(9).normal(0, 0.005, 10))})
+    said = divergence(run)
+    assert said.startswith("not judged: too noisy to tell") and "no interval: n_eff 3" in said, said
+    assert "inf" not in said
+
+
 def test_a_reward_that_climbs_to_the_cap_reads_sure_at_every_logging_phase(tmp_path):
     """bench/scenarios.py's truncation-climb-000 (tuning part): truncation 50% -> 100% while the reward climbs
     0.59 -> 0.94 under a slowly wandering noise.  Logged every 5th step, a straight line through the climb

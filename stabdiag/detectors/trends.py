@@ -130,8 +130,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
                 leaning.append(reading)
     # the rise's interval: the trend's uncertainty around the level change
     low, high_ = rise - (trend.estimate - trend.low), rise + (trend.high - trend.estimate)
-    said = (f"{r.signal} {start_level:.3g} -> {start_level + rise:.3g} (+{rise:.3g}, 95% interval "
-            f"{low:.3g}..{high_:.3g})")
+    bounds = f"95% interval {low:.3g}..{high_:.3g}" if math.isfinite(trend.se) else \
+        f"no interval: n_eff {trend.n_eff:.0f}, too few independent points"
+    said = f"{r.signal} {start_level:.3g} -> {start_level + rise:.3g} (+{rise:.3g}, {bounds})"
     if not changes:
         return NotJudged(f"{said} by step {int(r.steps[peak])}, but no independent check could be read "
                          "against it: " + "; ".join(unread))
@@ -142,8 +143,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
                                    + "; ".join(leaning))
     if not trend.sure(min_rise_z) or rise_share < min_rise_share:
         # large by one reading, but not sure (or the points and the fit disagree): never a pass
-        return NotJudged.too_noisy(f"{said}, trend z {trend.z:.1f} after autocorrelation (needs {min_rise_z:g}, "
-                                   f"n_eff {trend.n_eff:.0f}) while evals moved {_eval_summary(changes)}")
+        sureness = f", trend z {trend.z:.1f} after autocorrelation (needs {min_rise_z:g}, n_eff " \
+            f"{trend.n_eff:.0f})" if math.isfinite(trend.se) else ""
+        return NotJudged.too_noisy(f"{said}{sureness} while evals moved {_eval_summary(changes)}")
     onset = int(r.steps[np.argmax(smooth >= start_level + 0.25 * rise)])
     return Evidence(onset, int(r.steps[peak]), {
         "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": start_level + rise,

@@ -83,14 +83,19 @@ class Change:
         errors), and a z of 3 there is no evidence."""
         return self.z >= min_z and self.low > 0
 
-    def interval_text(self, fmt: str = ".3g") -> str:
-        return f"95% interval {self.low:{fmt}}..{self.high:{fmt}}"
+    def interval_text(self, fmt: str = ".3g", shift: float = 0.0) -> str:
+        """"95% interval 0.22..0.40" (moved by `shift`, for a change read from another origin), or "no
+        interval: n_eff 2, too few independent points" where the points, for their autocorrelation, are
+        too few to bound it."""
+        if not math.isfinite(self.se):
+            return f"no interval: n_eff {self.n_eff:.0f}, too few independent points"
+        return f"95% interval {self.low + shift:{fmt}}..{self.high + shift:{fmt}}"
 
     def text(self, fmt: str = ".3g") -> str:
         """"+0.31 (95% interval 0.22..0.40, z 6.1, n_eff 41)"; "+498 (no interval: n_eff 2, too few
-        independent points)" where the points, for their autocorrelation, are too few to bound it."""
+        independent points)"."""
         if not math.isfinite(self.se):
-            return f"{self.estimate:+{fmt}} (no interval: n_eff {self.n_eff:.0f}, too few independent points)"
+            return f"{self.estimate:+{fmt}} ({self.interval_text(fmt)})"
         return (f"{self.estimate:+{fmt}} ({self.interval_text(fmt)}, z {self.z:.1f}, "
                 f"n_eff {self.n_eff:.0f})")
 

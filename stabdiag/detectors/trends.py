@@ -130,9 +130,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
                 leaning.append(reading)
     # the rise's interval: the trend's uncertainty around the level change
     low, high_ = rise - (trend.estimate - trend.low), rise + (trend.high - trend.estimate)
-    bounds = f"95% interval {low:.3g}..{high_:.3g}" if math.isfinite(trend.se) else \
-        f"no interval: n_eff {trend.n_eff:.0f}, too few independent points"
-    said = f"{r.signal} {start_level:.3g} -> {start_level + rise:.3g} (+{rise:.3g}, {bounds})"
+    said = (f"{r.signal} {start_level:.3g} -> {start_level + rise:.3g} (+{rise:.3g}, "
+            f"{trend.interval_text(shift=rise - trend.estimate)})")
     if not changes:
         return NotJudged(f"{said} by step {int(r.steps[peak])}, but no independent check could be read "
                          "against it: " + "; ".join(unread))

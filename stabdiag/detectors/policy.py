@@ -107,7 +107,9 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
         return NotJudged(f"KL has {len(k.steps)} and entropy {len(e.steps)} points; 10 of each are needed")
     lo, hi = max(k.steps[0], e.steps[0]), min(k.steps[-1], e.steps[-1])
     span = hi - lo
-    window = min(window_steps, span / 2.0)
+    # never shorter than one logging interval: logged every 250 steps, a move within 200 steps shows as
+    # one jump between two points, and a 200-step window on the line between them sees 4/5 of it
+    window = min(max(window_steps, k.cadence, e.cadence), span / 2.0)
     if span <= 0 or window < 5:
         return NotJudged(f"KL and entropy overlap over {max(span, 0)} steps; 10 are needed")
     grid = np.linspace(lo, hi, 201)

@@ -19,10 +19,15 @@ parameters) and compares the verdict and the root layer:
                    not a target: the reward's noise per logged point is sqrt(k) smaller, so a small rise
                    of the reward counts as a rise (stabdiag rules explain
                    L1.reward-eval-divergence, known limits)
+  sparse every k   with --sparse: only every 25th / 50th train point logged (a run logged every few
+                   hundred steps), on runs with >= 20 points left; measured, not a target: a change that
+                   happened between two logged points, or within the first one, cannot be timed or sized
+                   as finely (L2.policy-moving-fast's window was shorter than the gap between points)
 
     python bench/metamorphic.py                    # both parts, all transforms
     python bench/metamorphic.py --part tuning -v   # one part, list the runs whose diagnosis changed
     python bench/metamorphic.py --scale 0.3 -j 2   # a smaller corpus, two worker processes
+    python bench/metamorphic.py --part tuning --sparse -v   # also every 25th / 50th point, measured
 
 Prints per transform: runs compared, % keeping their verdict, % keeping their root layer; exits 1 when
 any transform keeps either below 98%.  Under "log every k" a run whose changed diagnosis rests on a
@@ -57,6 +62,8 @@ THIN = (5, 10)
 MEAN = (5, 10)            # --averaged: logging_steps=k as TRL logs it, every value the mean of k steps
 OFFSET = 50_000
 MIN_POINTS_AFTER_THIN = 50
+SPARSE = (25, 50)         # --sparse: logged every few hundred steps
+MIN_POINTS_AFTER_SPARSE = 20
 # tuning families whose label rests on single steps (beyond scenarios.POINT_EVENT_FAMILIES)
 TUNING_SPIKE_FAMILIES = ("loss-spike", "grad-spikes", "healthy-pg-loss-bursts")
 HELDOUT_SPIKE_FAMILIES = ()
@@ -69,6 +76,7 @@ class Transform:
     a: float = 1.0
     b: float = 0.0
     k: int = 1
+    min_points: int = MIN_POINTS_AFTER_THIN     # thin: points a run must keep to be compared
 
 
 TRANSFORMS = (*(Transform(f"reward {a:g}*r{b:+g}", "reward", a=a, b=b) for a, b in REWARD_MAPS),
@@ -76,6 +84,7 @@ TRANSFORMS = (*(Transform(f"reward {a:g}*r{b:+g}", "reward", a=a, b=b) for a, b 
               *(Transform(f"log every {k}", "thin", k=k) for k in THIN),
               Transform(f"steps +{OFFSET:,}", "offset"))
 AVERAGED = tuple(Transform(f"mean of every {k}", "mean", k=k) for k in MEAN)
+SPARSER = tuple(Transform(f"sparse every {k}", "thin", k=k, min_points=MIN_POINTS_AFTER_SPARSE) for k in SPARSE)
 
 
 # --- one run, as either generator builds it ---------------------------------------------------------
@@ -133,7 +142,7 @@ def applies(part: str, t: Transform, obj, label, extra) -> bool:
         else:
             point = heldout.POINT_EVENT_FAMILIES + HELDOUT_SPIKE_FAMILIES
             rewritten = obj.first is not None
-        return label.family not in point and not rewritten and len(obj.steps) // t.k >= MIN_POINTS_AFTER_THIN
+        return label.family not in point and not rewritten and len(obj.steps) // t.k >= t.min_points
     return True
 
 
@@ -266,7 +275,7 @@ def report(part: str, rows: list[dict], verbose: bool) -> list[str]:
              f"{'raw verdict/root':>19}"]
     for row in rows:
         mark = "" if min(row["verdict_kept"], row["root_kept"]) >= TARGET_KEPT else "   < 98%"
-        if row["transform"].startswith("mean of"):
+        if row["transform"].startswith(("mean of", "sparse every")):
             mark = "   (not a target)"
         raw = f"{row['raw_verdict_kept']:.1%} / {row['raw_root_kept']:.1%}" if row["point_lost"] else ""
         lines.append(f"{'':>{len(part) + 2}}{row['transform']:<18}{row['compared']:>6}"
@@ -288,8 +297,11 @@ def main(argv=None) -> int:
     ap.add_argument("--averaged", action="store_true",
                     help="also log every 5th / 10th step as the mean of the steps since the last log (TRL's "
                          "logging_steps); measured, not part of the target (L1.reward-eval-divergence's known limits)")
+    ap.add_argument("--sparse", action="store_true",
+                    help="also log only every 25th / 50th train point (runs keeping >= 20 points); measured, "
+                         "not part of the target")
     args = ap.parse_args(argv)
-    transforms = TRANSFORMS + (AVERAGED if args.averaged else ())
+    transforms = TRANSFORMS + (AVERAGED if args.averaged else ()) + (SPARSER if args.sparse else ())
     ok = True
     for part in (("tuning", "heldout") if args.part == "both" else (args.part,)):
         t0 = time.perf_counter()

@@ -38,6 +38,7 @@ from .signals import Signals, resolve
 
 LAYERS = (1, 2, 3, 4)
 _FIT_END_POINTS = 20_000
+_MIN_SIDE_POINTS = 3         # points the onset fit needs on each side of its change
 
 
 def persistent_nonfinite_step(signals: Signals) -> int | None:
@@ -194,12 +195,15 @@ def _mark_downstream(findings: list[Finding], root: Finding | None) -> list[Find
 def _fit_end(steps: np.ndarray, values: np.ndarray, end_step: int) -> int:
     """How many points the onset's two-phase fit reads: up to where the smoothed curve has covered 90% of
     its way from its start to where it stands at the finding's end.  A change that then holds (entropy
-    that collapses and stays at 0) is two bends; one hinge fitted through the plateau too dates it late."""
+    that collapses and stays at 0) is two bends; one hinge fitted through the plateau too dates it late.
+    A finding on under 20 points reads up to 3 points past its end."""
     end = int(np.searchsorted(steps, end_step, side="right"))
     ok = np.isfinite(values[:end])
     v = values[:end][ok]
     if len(v) < 20:
-        return end
+        # a short log: up to 3 points past the finding's end too (the fit's minimum on a side), so that a
+        # change at its end (a jump between the last two points logged in its window) has a side after it
+        return min(len(steps), end + _MIN_SIDE_POINTS)
     # on at most _FIT_END_POINTS block means, smoothed over at most 101: a running median 5% of a
     # 1M-point curve wide costs minutes, and the 90% mark needs no finer grain
     size = -(-len(v) // _FIT_END_POINTS)
@@ -216,7 +220,8 @@ def _fit_end(steps: np.ndarray, values: np.ndarray, end_step: int) -> int:
 
 def _with_change_points(findings: list[Finding], signals: Signals, rules: dict[str, Rule]) -> list[Finding]:
     """Each finding of a trend rule gets its onset from one change-point model (the hinge of the best
-    two-phase linear fit to its signal up to the finding's end, evidence.hinge_onset) with a 95% interval;
+    two-phase linear fit to its signal up to the finding's end, or the level shift of a jump between two
+    logged points, evidence.hinge_onset) with a 95% interval;
     the evidence holds both (`onset`, `onset_low`, `onset_high`; `change_step` = `onset`) and the message
     quotes them."""
     out = []
@@ -226,7 +231,7 @@ def _with_change_points(findings: list[Finding], signals: Signals, rules: dict[s
             out.append(f)
             continue
         end = _fit_end(s.steps, s.values, f.end_step)
-        onset = hinge_onset(s.steps[:end], s.values[:end])
+        onset = hinge_onset(s.steps[:end], s.values[:end], min_side_points=_MIN_SIDE_POINTS)
         if onset is None:
             out.append(f)
             continue

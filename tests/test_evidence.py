@@ -79,6 +79,31 @@ def test_the_hinge_onset_finds_where_a_creep_turns_into_a_climb_with_an_interval
     assert flat is None
 
 
+def test_a_jump_between_two_sparse_points_is_dated_between_them_and_a_ramp_still_where_it_bends():
+    """Logged every 250 steps, entropy 1.45 -> 0.77 between steps 1750 and 2000: no continuous hinge fits
+    a step, and the best one bent at step 1250 with an interval (750-1250) that excluded the jump."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(1, 21) * 250
+    entropy = np.where(steps <= 1750, 1.45, 0.77) + rng.normal(0, 0.005, 20)
+    onset = ev.hinge_onset(steps[:10], entropy[:10])
+    assert (onset.step, onset.low, onset.high) == (1750, 1750, 2000)
+    # a ramp the points resolve (a creep from the start, then a climb) keeps the hinge's onset at its bend
+    t = np.arange(400)
+    ramp = 0.45 + np.clip((t - 100) / 150, 0, 1) * 0.4 + rng.normal(0, 0.02, 400)
+    bend = ev.hinge_onset(t[:240], ramp[:240])
+    assert bend.low <= 100 <= bend.high and bend.high - bend.low < 40
+
+
+def test_a_collapse_between_two_points_logged_every_250_steps_has_its_onset_between_them():
+    steps = np.arange(1, 21) * 250
+    kl = np.where(steps <= 1750, 0.004, 0.037)
+    entropy = np.where(steps <= 1750, 1.45, 0.77)
+    run = Run("sparse", {"kl": Series.from_points("kl", steps, kl),
+                         "entropy": Series.from_points("entropy", steps, entropy)})
+    (f,) = [f for f in diagnose(run).findings if f.rule == "L2.policy-moving-fast"]
+    assert f.onset_interval[0] <= 1750 and f.onset_interval[1] >= 1750 and f.onset_interval[1] <= 2000
+
+
 def test_an_eval_that_jumps_early_and_holds_is_a_sure_improvement():
     values = np.array([0.21, 0.86, 0.88, 0.885, 0.89, 0.887, 0.893, 0.89, 0.895, 0.892, 0.898, 0.895])
     gain = ev.level_gain(values)

@@ -320,10 +320,14 @@ class Onset:
 
 
 def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int = 3) -> Onset | None:
-    """The hinge of y = a + b t + c max(t - tau, 0) that fits best by least squares, over candidate taus
-    at the logged steps (at most _MAX_HINGES of them, evenly spread), with the interval of taus whose
-    profile likelihood is within CHI2_1_95 of the best in effective points.  None for fewer than
-    2 * min_side_points + 1 points or a curve that does not move."""
+    """Where the curve changed: the hinge of y = a + b t + c max(t - tau, 0) that fits best by least
+    squares, or, where it fits decisively better (by the likelihood ratio below), the level shift
+    y = a + b t + d [t > tau] of a jump between two logged points: logged every few hundred steps, a move
+    within one interval is a step, which no continuous hinge fits (the best one bent hundreds of steps
+    early, its interval excluding the jump).  Candidate taus are at the logged steps (at most _MAX_HINGES
+    of them, evenly spread); the interval is the taus whose profile likelihood is within CHI2_1_95 of the
+    best in effective points, and a shift's reaches the first point after it (the jump happened somewhere
+    in between).  None for fewer than 2 * min_side_points + 1 points or a curve that does not move."""
     t = np.asarray(steps, dtype=np.float64)
     y = np.asarray(values, dtype=np.float64)
     ok = np.isfinite(y)
@@ -338,16 +342,29 @@ def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int =
     if z is None:
         return None
     cand, sse = _best_hinge(u, z, min_side_points)
-    if not np.isfinite(sse).any():
+    shift_sse = _shift_sse(u, z, u[cand])
+    shift_sse = np.where(np.isfinite(shift_sse), shift_sse, np.inf)
+    if not (np.isfinite(sse).any() or np.isfinite(shift_sse).any()):
         return None
-    best = int(np.nanargmin(sse))
+    hinge_min = float(np.nanmin(sse)) if np.isfinite(sse).any() else math.inf
+    best = int(np.nanargmin(shift_sse))
+    jump_share, n_eff = _shift_fit(u, z, int(cand[best]))
+    # the shift only for a jump (half the fitted change or more between two logged points) that fits
+    # decisively better, by the likelihood ratio the interval uses: where the points resolve the change
+    # (a creep, a curved ramp, an exponential blow-up) its onset is where it bends, not where it is
+    # steepest
+    shifted = jump_share >= 0.5 and \
+        n_eff * math.log(max(hinge_min, 1e-300) / max(float(shift_sse[best]), 1e-300)) > CHI2_1_95
+    if shifted:
+        sse = shift_sse
+    else:
+        best = int(np.nanargmin(sse))
+        n_eff = _fit_n_eff(_hinge_design(u, float(u[cand[best]])), z)
     sse_min = max(float(sse[best]), 1e-300)
-    # effective points from the best fit's residuals: the likelihood counts independent points
-    resid = z - _hinge_fit(u, z, float(u[cand[best]]))
-    n_eff = max(effective_n_of(resid)[0], 1.0)
     within = n_eff * np.log(np.maximum(sse, 1e-300) / sse_min) <= CHI2_1_95
     inside = cand[within]
-    return Onset(int(t[cand[best]]), int(t[inside.min()]), int(t[inside.max()]))
+    high = min(int(inside.max()) + 1, n - 1) if shifted else int(inside.max())
+    return Onset(int(t[cand[best]]), int(t[inside.min()]), int(t[high]))
 
 
 def _standardized(y: np.ndarray) -> np.ndarray | None:
@@ -469,6 +486,50 @@ def _hinge_fit(u: np.ndarray, z: np.ndarray, tau: float) -> np.ndarray:
     x = _hinge_design(u, tau)
     beta, *_ = np.linalg.lstsq(x, z, rcond=None)
     return x @ beta
+
+
+def _shift_sse(u: np.ndarray, z: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """Residual sum of squares of the 3-parameter level-shift fit (1, u, [u > tau]) at each tau, from
+    suffix sums as _hinge_sse; inf where the shift leaves no point after it."""
+    n = len(u)
+    after = np.searchsorted(u, taus, side="right")
+
+    def suffix(a):
+        return np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]])[after]
+    s0 = (n - after).astype(np.float64)
+    s1, sz = suffix(u), suffix(z)
+    su, suu, sumz, suz = float(u.sum()), float(np.dot(u, u)), float(z.sum()), float(np.dot(u, z))
+    xtx = np.empty((len(taus), 3, 3))
+    xtx[:, 0, 0], xtx[:, 0, 1], xtx[:, 0, 2] = n, su, s0
+    xtx[:, 1, 0], xtx[:, 1, 1], xtx[:, 1, 2] = su, suu, s1
+    xtx[:, 2, 0], xtx[:, 2, 1], xtx[:, 2, 2] = s0, s1, s0
+    xty = np.stack([np.full(len(taus), sumz), np.full(len(taus), suz), sz], axis=1)
+    xtx[:, 2, 2] += 1e-12
+    beta = np.linalg.solve(xtx, xty[..., None])[..., 0]
+    out = float(np.dot(z, z)) - np.einsum("ij,ij->i", beta, xty)
+    return np.where(s0 > 0, out, np.inf)
+
+
+def _shift_design(u: np.ndarray, tau: float) -> np.ndarray:
+    """The level-shift model's regressors: 1, u, [u > tau]."""
+    return np.stack([np.ones_like(u), u, (u > tau).astype(np.float64)], axis=1)
+
+
+def _fit_n_eff(x: np.ndarray, z: np.ndarray) -> float:
+    """Effective points of a least-squares fit's residuals (the likelihood counts independent points)."""
+    beta, *_ = np.linalg.lstsq(x, z, rcond=None)
+    return max(effective_n_of(z - x @ beta)[0], 1.0)
+
+
+def _shift_fit(u: np.ndarray, z: np.ndarray, at: int) -> tuple[float, float]:
+    """The level-shift fit after point `at`: the points' own step from `at` to the next as a share of the
+    fitted curve's range, and the effective points of the fit's residuals."""
+    x = _shift_design(u, float(u[at]))
+    beta, *_ = np.linalg.lstsq(x, z, rcond=None)
+    fitted = x @ beta
+    spread = float(np.ptp(fitted))
+    share = abs(float(z[at + 1] - z[at])) / spread if spread > 0 else 0.0
+    return share, max(effective_n_of(z - fitted)[0], 1.0)
 
 
 @dataclass(frozen=True, slots=True)

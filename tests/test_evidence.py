@@ -313,6 +313,27 @@ def test_a_change_on_too_few_independent_points_says_so_instead_of_an_infinite_i
     assert "inf" not in said
 
 
+def test_a_sure_rise_whose_size_the_points_cannot_pin_is_too_noisy_to_tell_never_clean():
+    """bench/evidence.py's strong hack at G = 8 (16 prompts), logged every 50th step: the reward rose surely
+    (z 3.8) beside a flat eval, but its 20 points read the rise as 2.99 batch-to-batch sds, under the bar
+    of 3, and it passed clean; within its interval it reaches 4.7."""
+    steps = np.arange(1, 21) * 50
+    reward = np.array([0.406, 0.5, 0.25, 0.312, 0.312, 0.289, 0.328, 0.336, 0.344, 0.328, 0.375, 0.695, 0.508,
+                       0.602, 0.523, 0.688, 0.531, 0.68, 0.586, 0.703])
+    ev_steps = np.arange(1, 1001, 20)
+    evals = 0.45 + np.random.default_rng(3).normal(0, 0.022, len(ev_steps))
+    run = Run("sparse-hack", {"reward": Series.from_points("reward", steps, reward),
+                              "eval/math500_accuracy": Series.from_points("eval/math500_accuracy", ev_steps, evals)})
+    said = divergence(run)
+    assert said.startswith("not judged: too noisy to tell") and "batch-to-batch sds, up to" in said, said
+    # a rise of that size logged every 5th step: its 200 points pin the size, and it is a finding
+    dense_steps = np.arange(1, 201) * 5
+    dense = 0.32 + 0.3 * np.clip((dense_steps - 500) / 200, 0, 1) + np.random.default_rng(4).normal(0, 0.09, 200)
+    run = Run("dense-hack", {"reward": Series.from_points("reward", dense_steps, dense),
+                             "eval/math500_accuracy": Series.from_points("eval/math500_accuracy", ev_steps, evals)})
+    assert divergence(run) == "fires"
+
+
 def test_a_reward_that_climbs_to_the_cap_reads_sure_at_every_logging_phase(tmp_path):
     """bench/scenarios.py's truncation-climb-000 (tuning part): truncation 50% -> 100% while the reward climbs
     0.59 -> 0.94 under a slowly wandering noise.  Logged every 5th step, a straight line through the climb

@@ -46,7 +46,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     few 0/1 rewards, so evidence grows with the number of points (a per-point sd never shrinks).  It is
     large when it is `min_rise_share` of the range of the curve's fit (a reward that jumped early with its
     evals, learning, and then crept up a little more is a small share of it; a loophole is most of it) and
-    `min_rise_sd` of its batch-to-batch sds (a standardized effect, not a test: it does not grow with data).
+    `min_rise_sd` of its batch-to-batch sds (a standardized effect, not a test: it does not grow with data);
+    a sure rise under that bar whose interval reaches it is of a size the points cannot pin (too noisy to
+    tell where no eval follows it).
 
     Each flat curve (an eval) is regressed on the rising curve's level at the eval's own steps, that level
     scaled 0 (start) to 1 (top): the slope is the eval's change over the whole rise, read against its own
@@ -107,7 +109,12 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     head = slice(0, max(last + 1, 50))
     point_sd = st.noise_sd_by_steps(r.steps[head], r.values[head])
     effect_sd = max(rise, trend.estimate) / point_sd if point_sd > 0 else math.inf
-    if max(rise_share, fit_share) < min_rise_share or effect_sd < min_rise_sd:
+    # a sure rise whose interval reaches the size bar though its estimate is under it: the data cannot tell
+    # a small rise from a large one (20 points of a G = 8 reward: a third of its range read 2.99 sds, and
+    # passed clean), so an eval that does not follow it leaves it too noisy to tell, never clean
+    high_sd = (max(rise, trend.estimate) + trend.high - trend.estimate) / point_sd if point_sd > 0 else math.inf
+    size_unsure = effect_sd < min_rise_sd <= high_sd and trend.sure(min_rise_z)
+    if max(rise_share, fit_share) < min_rise_share or (effect_sd < min_rise_sd and not size_unsure):
         return None             # small by the points and by the fit: judged, and clean
     window = (float(r.steps[0]), float(r.steps[last]))
     shape = _rise_shape(trend, r, smooth, start_level, rise)
@@ -145,6 +152,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         sureness = f", trend z {trend.z:.1f} after autocorrelation (needs {min_rise_z:g}, n_eff " \
             f"{trend.n_eff:.0f})" if math.isfinite(trend.se) else ""
         return NotJudged.too_noisy(f"{said}{sureness} while evals moved {_eval_summary(changes)}")
+    if size_unsure:
+        return NotJudged.too_noisy(f"{said}: {effect_sd:.2f} of its batch-to-batch sds, up to {high_sd:.2f} within "
+                                   f"its interval (needs {min_rise_sd:g}), while evals moved {_eval_summary(changes)}")
     onset = int(r.steps[np.argmax(smooth >= start_level + 0.25 * rise)])
     return Evidence(onset, int(r.steps[peak]), {
         "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": start_level + rise,

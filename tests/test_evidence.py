@@ -313,6 +313,41 @@ def test_a_change_on_too_few_independent_points_says_so_instead_of_an_infinite_i
     assert "inf" not in said
 
 
+def test_one_of_several_evals_must_improve_beyond_chance_among_them():
+    """Sidak: the best of k independent readings clears a bar by chance as often as one reading clears z."""
+    assert ev.family_z(2.0, 1) == 2.0
+    from statistics import NormalDist
+
+    normal = NormalDist()
+    for k in (2, 3, 5):
+        z = ev.family_z(2.0, k)
+        assert 1.0 - normal.cdf(z) ** k == pytest.approx(1.0 - normal.cdf(2.0), rel=1e-9) and z > 2.0
+
+
+def test_length_tripling_beside_three_evals_is_not_cleared_by_one_that_wobbled_up_by_chance():
+    """Tuning length-confound-001 (seed 17): length 3.3x while aime24, one of three flat evals, read
+    +6% at 2.8 standard errors; "an eval improved" at 2 standard errors happens by chance to one of three
+    evals about 7% of the time.  Alone, the same wobble still reads as an improvement."""
+    steps = np.arange(1, 401) * 5
+    length = 400 * (1 + 2.2 * np.clip((steps - 200) / 1200, 0, 1)) * \
+        np.exp(np.random.default_rng(1).normal(0, 0.02, 400))
+    ev_steps = np.arange(1, 21) * 100
+    wobble = 0.42 + np.where(ev_steps > 1000, 0.022, 0) + np.random.default_rng(4).normal(0, 0.012, 20)
+    others = {"gsm8k": 0.30 + np.random.default_rng(104).normal(0, 0.01, 20),
+              "math500": 0.55 + np.random.default_rng(204).normal(0, 0.01, 20)}
+
+    def confound(evals: dict) -> bool:
+        series = {"response_length": Series.from_points("response_length", steps, length)}
+        for name, v in evals.items():
+            series[f"eval/{name}_accuracy"] = Series.from_points(f"eval/{name}_accuracy", ev_steps, v)
+        diag = diagnose(Run("length", series), select=["L1.length-confound"])
+        assert not diag.unknown
+        return bool(diag.findings)
+
+    assert not confound({"aime24": wobble})
+    assert confound({"aime24": wobble, **others})
+
+
 def test_a_sure_rise_whose_size_the_points_cannot_pin_is_too_noisy_to_tell_never_clean():
     """bench/evidence.py's strong hack at G = 8 (16 prompts), logged every 50th step: the reward rose surely
     (z 3.8) beside a flat eval, but its 20 points read the rise as 2.99 batch-to-batch sds, under the bar

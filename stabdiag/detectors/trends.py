@@ -230,8 +230,10 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
     autocorrelation-corrected standard errors clear of 0, detectors/evidence.py), while every `flat` curve
     stays flat.  An eval improves when it gains more than `max_flat_gain_rel` of its own level *and* more
     than `min_gain_se` standard errors of that gain, corrected for its autocorrelation (a noisy eval's
-    wobble is not an improvement), or when it rose that surely and that much from its first point to its
-    later level.  A growth the data cannot confirm is "too noisy to tell", never a pass."""
+    wobble is not an improvement) and, beside other evals, for their number (evidence.family_z: one of
+    three flat evals clears 2 standard errors by chance 7% of the time), or when it rose that surely and
+    that much from its first point to its later level.  A growth the data cannot confirm is "too noisy to
+    tell", never a pass."""
     g = growing.finite()
     if len(g.steps) < 10 or g.span < min_steps:
         return NotJudged(f"{g.signal} covers {g.span} steps in {len(g.steps)} points; growth is judged over "
@@ -244,6 +246,7 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         return None
     window = (float(g.steps[0]), float(g.steps[-1]))
     changes: dict[str, float] = {}
+    improve_se = ev.family_z(min_gain_se, len(flat))      # one of several evals improving by chance
     for curve in flat:
         c = curve.finite()
         change, points = _level_change(c, *window)
@@ -252,9 +255,9 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         base = max(abs(st.edge_level_by_steps(c.steps, c.values, edge_frac)), 1e-12)
         se = ev.window_change(c.steps, c.values, *window).se
         jumped = ev.level_gain(c.values[(c.steps >= window[0]) & (c.steps <= window[1])])
-        if change / base > max_flat_gain_rel and change > min_gain_se * se:
+        if change / base > max_flat_gain_rel and change > improve_se * se:
             return None
-        if jumped.sure(min_gain_se) and jumped.estimate / base > max_flat_gain_rel:
+        if jumped.sure(improve_se) and jumped.estimate / base > max_flat_gain_rel:
             return None
         changes[c.signal] = change
     growth = ev.hinge_change(g.steps, g.values)

@@ -465,27 +465,34 @@ def hinge_change(steps: np.ndarray, values: np.ndarray, *, noise_floor: float = 
 
 def _hinge_sse(u: np.ndarray, z: np.ndarray, taus: np.ndarray) -> np.ndarray:
     """Residual sum of squares of the 3-parameter hinge fit at each tau, from suffix sums (O(n + taus))."""
-    n = len(u)
     # suffix sums over points with u > tau: count, sum u, sum u^2, sum z, sum u z
-    order_idx = np.searchsorted(u, taus, side="right")
-    def suffix(a):
-        c = np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]])
-        return c[order_idx]
-    s0 = (n - order_idx).astype(np.float64)
-    s1, s2, sz, suz = suffix(u), suffix(u * u), suffix(z), suffix(u * z)
-    h1 = s1 - taus * s0                                   # sum h
-    h2 = s2 - 2 * taus * s1 + taus * taus * s0           # sum h^2
-    uh = s2 - taus * s1                                  # sum u h
-    hz = suz - taus * sz                                 # sum h z
-    n_ = float(n)
-    su, suu, szz, sumz, suz_all = float(u.sum()), float(np.dot(u, u)), float(np.dot(z, z)), float(z.sum()), \
+    count, s1, s2, sz, suz = _suffix_sums(u, taus, u, u * u, z, u * z)
+    h1 = s1 - taus * count                                # sum h
+    h2 = s2 - 2 * taus * s1 + taus * taus * count         # sum h^2
+    uh = s2 - taus * s1                                   # sum u h
+    hz = suz - taus * sz                                  # sum h z
+    return _sse_beside_line(u, z, h1, uh, h2, hz)
+
+
+def _suffix_sums(u: np.ndarray, taus: np.ndarray, *columns: np.ndarray) -> list[np.ndarray]:
+    """For each tau: the number of points with u > tau, and each column's sum over them."""
+    after = np.searchsorted(u, taus, side="right")
+    return [(len(u) - after).astype(np.float64)] + \
+        [np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]])[after] for a in columns]
+
+
+def _sse_beside_line(u: np.ndarray, z: np.ndarray, h: np.ndarray, uh: np.ndarray, hh: np.ndarray,
+                     hz: np.ndarray) -> np.ndarray:
+    """Residual sum of squares of z on (1, u, h), for a batch of third regressors h given by their sums
+    (sum h, sum u h, sum h^2, sum h z): the normal equations, one 3 x 3 solve each."""
+    su, suu, szz, sumz, suz = float(u.sum()), float(np.dot(u, u)), float(np.dot(z, z)), float(z.sum()), \
         float(np.dot(u, z))
-    xtx = np.empty((len(taus), 3, 3))
-    xtx[:, 0, 0], xtx[:, 0, 1], xtx[:, 0, 2] = n_, su, h1
+    xtx = np.empty((len(h), 3, 3))
+    xtx[:, 0, 0], xtx[:, 0, 1], xtx[:, 0, 2] = float(len(u)), su, h
     xtx[:, 1, 0], xtx[:, 1, 1], xtx[:, 1, 2] = su, suu, uh
-    xtx[:, 2, 0], xtx[:, 2, 1], xtx[:, 2, 2] = h1, uh, h2
-    xty = np.stack([np.full(len(taus), sumz), np.full(len(taus), suz_all), hz], axis=1)
-    # a tiny ridge keeps a hinge with (nearly) no points after it solvable
+    xtx[:, 2, 0], xtx[:, 2, 1], xtx[:, 2, 2] = h, uh, hh
+    xty = np.stack([np.full(len(h), sumz), np.full(len(h), suz), hz], axis=1)
+    # a tiny ridge keeps a third regressor with (nearly) no points behind it solvable
     xtx[:, 2, 2] += 1e-12
     beta = np.linalg.solve(xtx, xty[..., None])[..., 0]
     return szz - np.einsum("ij,ij->i", beta, xty)
@@ -496,32 +503,12 @@ def _hinge_design(u: np.ndarray, tau: float) -> np.ndarray:
     return np.stack([np.ones_like(u), u, np.maximum(u - tau, 0.0)], axis=1)
 
 
-def _hinge_fit(u: np.ndarray, z: np.ndarray, tau: float) -> np.ndarray:
-    x = _hinge_design(u, tau)
-    beta, *_ = np.linalg.lstsq(x, z, rcond=None)
-    return x @ beta
-
-
 def _shift_sse(u: np.ndarray, z: np.ndarray, taus: np.ndarray) -> np.ndarray:
     """Residual sum of squares of the 3-parameter level-shift fit (1, u, [u > tau]) at each tau, from
     suffix sums as _hinge_sse; inf where the shift leaves no point after it."""
-    n = len(u)
-    after = np.searchsorted(u, taus, side="right")
-
-    def suffix(a):
-        return np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]])[after]
-    s0 = (n - after).astype(np.float64)
-    s1, sz = suffix(u), suffix(z)
-    su, suu, sumz, suz = float(u.sum()), float(np.dot(u, u)), float(z.sum()), float(np.dot(u, z))
-    xtx = np.empty((len(taus), 3, 3))
-    xtx[:, 0, 0], xtx[:, 0, 1], xtx[:, 0, 2] = n, su, s0
-    xtx[:, 1, 0], xtx[:, 1, 1], xtx[:, 1, 2] = su, suu, s1
-    xtx[:, 2, 0], xtx[:, 2, 1], xtx[:, 2, 2] = s0, s1, s0
-    xty = np.stack([np.full(len(taus), sumz), np.full(len(taus), suz), sz], axis=1)
-    xtx[:, 2, 2] += 1e-12
-    beta = np.linalg.solve(xtx, xty[..., None])[..., 0]
-    out = float(np.dot(z, z)) - np.einsum("ij,ij->i", beta, xty)
-    return np.where(s0 > 0, out, np.inf)
+    count, s1, sz = _suffix_sums(u, taus, u, z)
+    # the indicator h: sum h = sum h^2 = the count after tau, sum u h and sum h z the suffix sums
+    return np.where(count > 0, _sse_beside_line(u, z, count, s1, count, sz), np.inf)
 
 
 def _shift_design(u: np.ndarray, tau: float) -> np.ndarray:

@@ -358,8 +358,6 @@ def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int =
     cand, sse = _best_hinge(u, z, min_side_points)
     shift_sse = _shift_sse(u, z, u[cand])
     shift_sse = np.where(np.isfinite(shift_sse), shift_sse, np.inf)
-    if not (np.isfinite(sse).any() or np.isfinite(shift_sse).any()):
-        return None
     hinge_min = float(np.nanmin(sse)) if np.isfinite(sse).any() else math.inf
     best = int(np.nanargmin(shift_sse))
     jump_share, n_eff = _shift_fit(u, z, int(cand[best]))
@@ -367,10 +365,12 @@ def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int =
     # decisively better, by the likelihood ratio the interval uses: where the points resolve the change
     # (a creep, a curved ramp, an exponential blow-up) its onset is where it bends, not where it is
     # steepest
-    shifted = jump_share >= 0.5 and \
+    shifted = jump_share >= 0.5 and math.isfinite(float(shift_sse[best])) and \
         n_eff * math.log(max(hinge_min, 1e-300) / max(float(shift_sse[best]), 1e-300)) > CHI2_1_95
     if shifted:
         sse = shift_sse
+    elif not np.isfinite(sse).any():
+        return None
     else:
         best = int(np.nanargmin(sse))
         n_eff = _fit_n_eff(_hinge_design(u, float(u[cand[best]])), z)

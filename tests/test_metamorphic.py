@@ -89,3 +89,12 @@ def test_a_change_is_point_lost_only_when_all_that_went_is_a_one_point_finding_a
     assert not metamorphic._point_lost({spike}, {("L2.policy-moving-fast", 3, 9)}, kept)   # something new fired
     assert not metamorphic._point_lost({("L3.grad-norm-spike", 10, 10)}, set(), kept)     # its step was logged
     assert not metamorphic._point_lost({("L1.reward-eval-divergence", 3, 40)}, set(), kept)  # a trend went
+
+
+def test_a_collapse_logged_every_250_steps_keeps_its_diagnosis_under_the_sparse_transform():
+    """bench/metamorphic.py --sparse found it: tuning kl-entropy-collapse-006 (KL x9, entropy -47% within
+    200 steps) thinned to every 50th point (one point per 250 steps) was a clean pass."""
+    [(name, family, index)] = [s for s in metamorphic.corpus_specs("tuning", 1.0) if s[0] == "kl-entropy-collapse-006"]
+    sparse = {t.k: t for t in metamorphic.SPARSER}
+    out = metamorphic.check_run("tuning", name, family, index, (sparse[50],))
+    assert out["base"] == ("fail", 2) and out["after"] == {"sparse every 50": ("fail", 2)}

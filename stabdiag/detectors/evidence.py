@@ -360,7 +360,12 @@ def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int =
     shift_sse = np.where(np.isfinite(shift_sse), shift_sse, np.inf)
     hinge_min = float(np.nanmin(sse)) if np.isfinite(sse).any() else math.inf
     best = int(np.nanargmin(shift_sse))
-    jump_share, n_eff = _shift_fit(u, z, int(cand[best]))
+    at = int(cand[best])
+    fitted = _fitted(_shift_design(u, float(u[at])), z)
+    spread = float(np.ptp(fitted))
+    # the points' own step from `at` to the next, as a share of the fitted curve's range
+    jump_share = abs(float(z[at + 1] - z[at])) / spread if spread > 0 else 0.0
+    n_eff = _n_eff_around(z, fitted)
     # the shift only for a jump (half the fitted change or more between two logged points) that fits
     # decisively better, by the likelihood ratio the interval uses: where the points resolve the change
     # (a creep, a curved ramp, an exponential blow-up) its onset is where it bends, not where it is
@@ -373,7 +378,7 @@ def hinge_onset(steps: np.ndarray, values: np.ndarray, *, min_side_points: int =
         return None
     else:
         best = int(np.nanargmin(sse))
-        n_eff = _fit_n_eff(_hinge_design(u, float(u[cand[best]])), z)
+        n_eff = _n_eff_around(z, _fitted(_hinge_design(u, float(u[cand[best]])), z))
     sse_min = max(float(sse[best]), 1e-300)
     within = n_eff * np.log(np.maximum(sse, 1e-300) / sse_min) <= CHI2_1_95
     inside = cand[within]
@@ -516,21 +521,15 @@ def _shift_design(u: np.ndarray, tau: float) -> np.ndarray:
     return np.stack([np.ones_like(u), u, (u > tau).astype(np.float64)], axis=1)
 
 
-def _fit_n_eff(x: np.ndarray, z: np.ndarray) -> float:
-    """Effective points of a least-squares fit's residuals (the likelihood counts independent points)."""
+def _fitted(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """The least-squares fit of z on the regressors x, at the points."""
     beta, *_ = np.linalg.lstsq(x, z, rcond=None)
-    return max(effective_n_of(z - x @ beta)[0], 1.0)
+    return x @ beta
 
 
-def _shift_fit(u: np.ndarray, z: np.ndarray, at: int) -> tuple[float, float]:
-    """The level-shift fit after point `at`: the points' own step from `at` to the next as a share of the
-    fitted curve's range, and the effective points of the fit's residuals."""
-    x = _shift_design(u, float(u[at]))
-    beta, *_ = np.linalg.lstsq(x, z, rcond=None)
-    fitted = x @ beta
-    spread = float(np.ptp(fitted))
-    share = abs(float(z[at + 1] - z[at])) / spread if spread > 0 else 0.0
-    return share, max(effective_n_of(z - fitted)[0], 1.0)
+def _n_eff_around(z: np.ndarray, fitted: np.ndarray) -> float:
+    """Effective points of a fit's residuals: the likelihood counts independent points."""
+    return max(effective_n_of(z - fitted)[0], 1.0)
 
 
 @dataclass(frozen=True, slots=True)

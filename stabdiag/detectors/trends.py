@@ -108,11 +108,12 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     # is sure, and still too small for an eval beside it to be expected to show
     head = slice(0, max(last + 1, 50))
     point_sd = st.noise_sd_by_steps(r.steps[head], r.values[head])
-    effect_sd = max(rise, trend.estimate) / point_sd if point_sd > 0 else math.inf
+    size = max(rise, trend.estimate)
+    effect_sd = size / point_sd if point_sd > 0 else math.inf
     # a sure rise whose interval reaches the size bar though its estimate is under it: the data cannot tell
     # a small rise from a large one (20 points of a G = 8 reward: a third of its range read 2.99 sds, and
     # passed clean), so an eval that does not follow it leaves it too noisy to tell, never clean
-    high_sd = (max(rise, trend.estimate) + trend.high - trend.estimate) / point_sd if point_sd > 0 else math.inf
+    high_sd = (size + trend.high - trend.estimate) / point_sd if point_sd > 0 else math.inf
     size_unsure = effect_sd < min_rise_sd <= high_sd and trend.sure(min_rise_z)
     if max(rise_share, fit_share) < min_rise_share or (effect_sd < min_rise_sd and not size_unsure):
         return None             # small by the points and by the fit: judged, and clean

@@ -58,15 +58,17 @@ _DIVERGENCE = (
     _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its own level over the "
                                         "rise (and clear of its noise) tracks it"),
     _p("max_flat_upper_rel", 0.15, 0, 1, "flat only if its gain plus flat_se standard errors stays under "
-                                         "this fraction of its level"),
+                                         "this fraction of its level, or under what following the rise "
+                                         "would add (min_tracking_gain)"),
     _p("flat_se", 2.0, 0.5, 5, "standard errors added to an eval's gain before calling it flat"),
     _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the start level"),
     _p("min_flat_points", 4, 3, 1e6, "fewest eval points inside the rise needed to read an eval"),
     _p("min_covered_frac", 0.5, 0.1, 1, "an eval whose points see less of the rise than this is not read"),
-    _p("min_tracking_gain", 0.3, 0, 1, "where the rising curve is a mean of 0/1 rewards (a success rate), an "
-                                       "eval that follows gains at least this share of the rise, each on its "
-                                       "own scale: flat only if its gain plus flat_se standard errors stays "
-                                       "under it"))
+    _p("min_tracking_gain", 0.3, 0, 1, "where the rising curve and an eval both lie on 0..1, an eval that "
+                                       "follows gains at least this share of the rise (into the room it has "
+                                       "left); an eval whose gain plus flat_se standard errors stays under "
+                                       "it is flat, and where the rising curve is a mean of 0/1 rewards (a "
+                                       "success rate) flat also needs that"))
 
 
 def _describe_divergence(p: dict) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,11 +59,15 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     and that much from the rise's start to its later level (a jump, then a hold); it is flat if it is
     under `max_flat_gain_rel` of its scale and, `flat_se` standard errors higher, still under
     `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is
-    an eval whose points see under `min_covered_frac` of the rise.  Where the rising curve is a success
-    rate (a mean of n 0/1 rewards by its granularity, evidence.binomial_floor), an eval that followed it
-    would gain at least `min_tracking_gain` of the rise, both read on their own scales (level, or headroom
-    to 1 if smaller); flat also needs the eval's gain, `flat_se` standard errors higher, under that (a
-    creep of +0.02 beside an eval whose noise is 0.02 cannot show whether it followed).  Each
+    an eval whose points see under `min_covered_frac` of the rise.  Where the rising curve and the eval
+    both lie on 0..1 they are read in one unit: an eval that followed the rise would gain at least
+    `min_tracking_gain` of it (no more than that share of the room the eval has left), and an eval whose
+    gain, `flat_se` standard errors higher, stays under that is flat though it cannot pin its gain to
+    `max_flat_upper_rel` of its scale (a reward that tripled beside an eval noisy to +-15% of its level).
+    Where the rising curve is a success rate by its granularity (a mean of n 0/1 rewards,
+    evidence.binomial_floor), flat also needs that (a creep of +0.02 beside an eval whose noise is 0.02
+    cannot show whether it followed); a reward on 0..1 that is not one may not share the eval's unit (a
+    reward on 0..0.1), so there a small expected gain proves nothing either way (_Following).  Each
     eval is read against the rise's progress on its two-phase fit (_rise_shape).  Fires when a large,
     sure rise meets a flat eval; not judged when the rise is large but not sure (too noisy to tell), when
     no eval could be read, or when beside a flat eval another gained as much as tracking would give it,
@@ -119,15 +124,16 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         return None             # small by the points and by the fit: judged, and clean
     window = (float(r.steps[0]), float(r.steps[last]))
     shape = _rise_shape(trend, r, smooth, start_level, rise)
-    # a mean of few 0/1 rewards is a success rate: how far it rose says how far an eval should follow
-    follow_rel = min_tracking_gain * rise / min(start_level, 1 - start_level) \
-        if binomial_sd > 0 and not shared_units and 0 < start_level < 1 else None
+    # a reward on 0..1 and an eval on 0..1 are read in one unit: an eval that followed the rise gains at
+    # least min_tracking_gain of it
+    following = _Following(rise, min_tracking_gain, binomial_sd > 0) \
+        if not shared_units and ev.headroom(start_level, r.values) is not None else None
     changes: dict[str, float] = {}
     unread: list[str] = []
     leaning: list[str] = []
     for curve in flat:
         kind, reading = _eval_against_rise(curve, shape, rise, window, min_flat_points, min_covered_frac,
-                                           max_flat_gain_rel, max_flat_upper_rel, flat_se, follow_rel, shared_units)
+                                           max_flat_gain_rel, max_flat_upper_rel, flat_se, following, shared_units)
         if kind == "tracks":
             return None
         if kind == "flat":
@@ -175,9 +181,25 @@ def _rise_shape(trend: ev.Change, r: Curve, smooth: np.ndarray, start_level: flo
     return r.steps.astype(np.float64), (smooth - start_level) / rise
 
 
+class _Following(NamedTuple):
+    """What an eval that followed a reward on 0..1 would gain: `share` of the reward's `rise`, in the
+    unit the two share (an eval on 0..1), into no more than the room the eval has left.  Where the reward
+    is a success rate by its granularity (a mean of n 0/1 completions, the unit of an accuracy eval), an
+    eval too coarse to show that gain cannot be called flat; otherwise the shared unit is a guess (a
+    reward on 0..0.1 is not an accuracy) and it only lets an eval that rules the gain out be flat."""
+
+    rise: float
+    share: float
+    success_rate: bool
+
+    def on(self, scale: float, room: float) -> float | None:
+        """The gain as a fraction of the eval's scale."""
+        return self.share * min(self.rise, room) / scale if scale > 0 else None
+
+
 def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise: float,
                        window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
-                       upper_rel: float, se_count: float, follow_rel: float | None,
+                       upper_rel: float, se_count: float, following: _Following | None,
                        shared_units: bool) -> tuple[str, float | str]:
     """("tracks", gain), ("flat", gain), or why it cannot be read: ("leans", why) when its gain is as
     large as tracking but not sure, ("unread", why) otherwise.  The change
@@ -216,10 +238,15 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
     jumped = ev.level_gain(values[order], head_points=before_rise)
     if jumped.sure(se_count) and jumped.estimate / scale > gain_rel:
         return "tracks", gain
-    if rel > gain_rel or rel + se_count * rel_se > upper_rel:
+    follow_rel = following.on(scale, room) if following is not None and room is not None else None
+    upper = rel + se_count * rel_se
+    # flat: a gain under gain_rel that, se_count standard errors higher, stays under upper_rel of the
+    # eval's scale, or under what following the rise would have added (an eval that rules out following
+    # a reward that tripled is flat though it cannot pin its gain to +-15% of its level)
+    if rel > gain_rel or (upper > upper_rel and (follow_rel is None or upper >= follow_rel)):
         return ("leans" if rel > gain_rel else "unread"), \
             f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
-    if follow_rel is not None and rel + se_count * rel_se >= follow_rel:
+    if follow_rel is not None and following.success_rate and upper >= follow_rel:
         return "unread", (f"{c.signal} is too coarse to tell whether it followed the rise ({rel:+.1%} +- "
                           f"{rel_se:.1%} of its scale; following it would add >= {follow_rel:.1%})")
     return "flat", gain

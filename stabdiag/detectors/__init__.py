@@ -68,7 +68,10 @@ _DIVERGENCE = (
                                        "follows gains at least this share of the rise (into the room it has "
                                        "left); an eval whose gain plus flat_se standard errors stays under "
                                        "it is flat, and where the rising curve is a mean of 0/1 rewards (a "
-                                       "success rate) flat also needs that"))
+                                       "success rate) flat also needs that"),
+    _p("max_flat_share", 0.1, 0, 1, "where both lie on 0..1, an eval gaining under this share of the rise "
+                                    "that also rules out min_tracking_gain of it is flat, though its gain "
+                                    "may be sure"))
 
 
 def _describe_divergence(p: dict) -> str:

@@ -36,7 +36,8 @@ _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|
 
 def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z, min_rise_share,
                      min_rise_sd, max_flat_gain_rel, max_flat_upper_rel, flat_se, edge_frac, min_flat_points,
-                     min_covered_frac, min_tracking_gain, shared_units: bool = False) -> Evidence | NotJudged | None:
+                     min_covered_frac, min_tracking_gain, max_flat_share,
+                     shared_units: bool = False) -> Evidence | NotJudged | None:
     """`rising` climbs clearly to its peak while the `flat` curves do not follow it.
 
     Two numbers decide, as every trend here (detectors/evidence.py): how sure and how large.  The rise
@@ -61,9 +62,10 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is
     an eval whose points see under `min_covered_frac` of the rise.  Where the rising curve and the eval
     both lie on 0..1 they are read in one unit: an eval that followed the rise would gain at least
-    `min_tracking_gain` of it (no more than that share of the room the eval has left), and an eval whose
-    gain, `flat_se` standard errors higher, stays under that is flat though it cannot pin its gain to
-    `max_flat_upper_rel` of its scale (a reward that tripled beside an eval noisy to +-15% of its level).
+    `min_tracking_gain` of it (no more than that share of the room the eval has left), and an eval that
+    gained under `max_flat_share` of the rise and, `flat_se` standard errors higher, stays under that is
+    flat first: though it cannot pin its gain to `max_flat_upper_rel` of its scale (a reward that tripled
+    beside an eval noisy to +-15% of its level), and though its small gain is sure (+0.03 beside +0.43).
     Where the rising curve is a success rate by its granularity (a mean of n 0/1 rewards,
     evidence.binomial_floor), flat also needs that (a creep of +0.02 beside an eval whose noise is 0.02
     cannot show whether it followed); a reward on 0..1 that is not one may not share the eval's unit (a
@@ -126,7 +128,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     shape = _rise_shape(trend, r, smooth, start_level, rise)
     # a reward on 0..1 and an eval on 0..1 are read in one unit: an eval that followed the rise gains at
     # least min_tracking_gain of it
-    following = _Following(rise, min_tracking_gain, binomial_sd > 0) \
+    following = _Following(rise, min_tracking_gain, max_flat_share, binomial_sd > 0) \
         if not shared_units and ev.headroom(start_level, r.values) is not None else None
     changes: dict[str, float] = {}
     unread: list[str] = []
@@ -182,19 +184,22 @@ def _rise_shape(trend: ev.Change, r: Curve, smooth: np.ndarray, start_level: flo
 
 
 class _Following(NamedTuple):
-    """What an eval that followed a reward on 0..1 would gain: `share` of the reward's `rise`, in the
-    unit the two share (an eval on 0..1), into no more than the room the eval has left.  Where the reward
-    is a success rate by its granularity (a mean of n 0/1 completions, the unit of an accuracy eval), an
-    eval too coarse to show that gain cannot be called flat; otherwise the shared unit is a guess (a
-    reward on 0..0.1 is not an accuracy) and it only lets an eval that rules the gain out be flat."""
+    """How an eval on 0..1 that followed a reward on 0..1 would move: up by `follow_share` of the
+    reward's `rise` at least (tuning part: healthy evals gain 0.35-1.0 of it, near misses 0.18-0.3), by
+    no more than that share of the room the eval has left.  Where the reward is a success rate by its
+    granularity (a mean of n 0/1 completions, the unit of an accuracy eval), an eval too coarse to show
+    that gain cannot be called flat; otherwise the shared unit is a guess (a reward on 0..0.1 is not an
+    accuracy), and it only lets an eval that rules the gain out, gaining under `flat_share` of the rise,
+    be flat."""
 
     rise: float
-    share: float
+    follow_share: float
+    flat_share: float
     success_rate: bool
 
-    def on(self, scale: float, room: float) -> float | None:
-        """The gain as a fraction of the eval's scale."""
-        return self.share * min(self.rise, room) / scale if scale > 0 else None
+    def on(self, share: float, scale: float, room: float) -> float | None:
+        """`share` of the rise (no more than that share of `room`) as a fraction of the eval's scale."""
+        return share * min(self.rise, room) / scale if scale > 0 else None
 
 
 def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise: float,
@@ -225,25 +230,33 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
     room = ev.headroom(level, c.values)
     scale = rise if shared_units else (min(level, room) if room is not None and room > 0 else level)
     rel, rel_se = gain / scale, gain_se / scale
-    if rel - se_count * rel_se > 0 and rel > gain_rel:
-        return "tracks", gain
-    # an eval that rose surely from where the rise began to its later level (a jump, then a hold, which a
-    # line through the progress reads poorly) tracks too.  Where the rise began: the eval's first points,
-    # up to where the reward had moved a tenth of its rise since the first of them, not the first point
-    # alone (an eval that stepped up from its first point while the reward was still at its start level
-    # did not follow the reward)
+    upper = rel + se_count * rel_se
+    # the eval's gain read a second way: from where the rise began to its later level (a jump, then a
+    # hold, which a line through the progress reads poorly).  Where the rise began: the eval's first
+    # points, up to where the reward had moved a tenth of its rise since the first of them, not the first
+    # point alone (an eval that stepped up from its first point while the reward was still at its start
+    # level did not follow the reward)
     in_time = progress[order]
     moved = in_time >= in_time[0] + 0.1
     before_rise = int(np.argmax(moved)) if moved.any() else len(moved)
     jumped = ev.level_gain(values[order], head_points=before_rise)
+    follow_rel = following.on(following.follow_share, scale, room) \
+        if following is not None and room is not None else None
+    flat_rel = following.on(following.flat_share, scale, room) if follow_rel is not None else None
+    if flat_rel is not None and rel < min(flat_rel, upper_rel) and upper < follow_rel \
+            and not (jumped.sure(se_count) and jumped.estimate / scale >= min(flat_rel, upper_rel)):
+        # it gained little on its own scale and under a tenth of the rise, surely no jump of more, and
+        # se_count standard errors higher it stays short of what following would add: it did not follow,
+        # though it may have moved surely (+0.028 beside a reward up 0.37) or be too noisy to pin to
+        # +-15% of its level.  An eval that gained 40% of its own low level moved, whatever the rise
+        return "flat", gain
+    if rel - se_count * rel_se > 0 and rel > gain_rel:
+        return "tracks", gain
     if jumped.sure(se_count) and jumped.estimate / scale > gain_rel:
         return "tracks", gain
-    follow_rel = following.on(scale, room) if following is not None and room is not None else None
-    upper = rel + se_count * rel_se
-    # flat: a gain under gain_rel that, se_count standard errors higher, stays under upper_rel of the
-    # eval's scale, or under what following the rise would have added (an eval that rules out following
-    # a reward that tripled is flat though it cannot pin its gain to +-15% of its level)
-    if rel > gain_rel or (upper > upper_rel and (follow_rel is None or upper >= follow_rel)):
+    # flat otherwise: a gain under gain_rel that, se_count standard errors higher, stays under upper_rel
+    # of the eval's scale
+    if rel > gain_rel or upper > upper_rel:
         return ("leans" if rel > gain_rel else "unread"), \
             f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
     if follow_rel is not None and following.success_rate and upper >= follow_rel:

@@ -7,6 +7,8 @@ entropy drop only when it was already high before the drop began.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _stats as st
@@ -67,12 +69,16 @@ def _fall_step(e: Curve, start: float, end: float) -> float:
     return float(steps[int(np.argmax(below))]) if below.any() else start
 
 
-def sharpening(evals: list[Curve] | None, entropy: Curve, start: float, end: float) -> Quiet | None:
+def sharpening(evals: list[Curve] | None, entropy: Curve, start: float, end: float,
+               reward: Curve | None = None) -> Quiet | None:
     """Entropy that falls while an independent eval improves surely (detectors/evidence.py) is the policy
     settling on answers that are right: sharpening, said in a note, not a finding (seed 000: "entropy
-    falling can be the model finding a better answer")."""
+    falling can be the model finding a better answer").  Not while the training reward falls over the
+    same steps, surely and by more than one of its batch-to-batch sds: a policy settling on right
+    answers scores more on its own prompts, and seed 002's collapse is entropy falling while the reward
+    stalls or slides (an eval may still creep up then, on what was learned before)."""
     found = ev.eval_improvement(evals, start, end)
-    if found is None:
+    if found is None or _reward_fell(reward, start, end):
         return None
     e = entropy.finite()
     inside = (e.steps >= start) & (e.steps <= end)
@@ -80,6 +86,16 @@ def sharpening(evals: list[Curve] | None, entropy: Curve, start: float, end: flo
         if inside.sum() >= 3 else "falling"
     return Quiet(f"entropy {fall} over steps {int(start)}-{int(end)} while {found.text()}: read as sharpening "
                  "(the policy settling on right answers), not a collapse")
+
+
+def _reward_fell(reward: Curve | None, start: float, end: float) -> bool:
+    """The reward's trend over [start, end] is below 0 by its whole 95% interval and by more than the
+    reward's point-to-point noise (a sure drift of a few thousandths over a long plateau is no slide)."""
+    if reward is None:
+        return False
+    r = reward.finite()
+    fall = ev.window_change(r.steps, r.values, start, end)
+    return math.isfinite(fall.high) and fall.high < 0 and -fall.estimate > st.noise_sd(r.values)
 
 
 def _fall_start(e: Curve, end: float, early: float) -> float:
@@ -92,8 +108,8 @@ def _fall_start(e: Curve, end: float, early: float) -> float:
 
 
 def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None, evals: list[Curve] | None = None,
-                     *, window_steps, min_kl_ratio, min_entropy_drop_frac, min_kl, min_kl_accel,
-                     min_entropy_accel, explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
+                     reward: Curve | None = None, *, window_steps, min_kl_ratio, min_entropy_drop_frac, min_kl,
+                     min_kl_accel, min_entropy_accel, explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
     """Within one window KL at least doubles *and* entropy falls steeply, both faster than over the window
     before it (fail); entropy falling so alone is a warning, KL steepening alone no finding (seed 000,
     issue 25: KL rising alone can be the model leaving its SFT start).  "Moving too fast" is KL
@@ -143,7 +159,7 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
             i = int(np.argmax(np.where(mask, ent_drop, -np.inf)))
             start, end = float(grid[i]), float(grid[i + shift])
             explained = _explained(difficulty, _fall_step(e, start, end), explained_zero_std_frac)
-            if not explained and (quiet := sharpening(evals, e, start, end)) is not None:
+            if not explained and (quiet := sharpening(evals, e, start, end, reward)) is not None:
                 return quiet
             return Evidence(int(round(start)), int(round(end)), {
                 "moved": what, "signal": "entropy", "kl_start": float(kg[i]),
@@ -155,7 +171,8 @@ def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None,
     return None
 
 
-def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Curve] | None = None, *,
+def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Curve] | None = None,
+                 reward: Curve | None = None, *,
                  floor_frac, early_frac, min_breach_steps, min_breach_frac_of_run,
                  explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
     """The curve stays below `floor_frac` x its early-run level for a sustained stretch.  The early
@@ -176,7 +193,7 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
         a, b = stretch
         explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac)
         if not explained and (quiet := sharpening(evals, v, _fall_start(v, float(v.steps[b]), early),
-                                                  float(v.steps[b]))) is not None:
+                                                  float(v.steps[b]), reward)) is not None:
             return quiet
         return Evidence(int(v.steps[a]), int(v.steps[b]), {
             "signal": v.signal, "key": v.key, "early": early, "floor": floor, "floor_frac": floor_frac,
@@ -185,8 +202,9 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
     return None
 
 
-def collapse_below(values: Curve, evals: list[Curve] | None = None, *, collapse_frac, min_collapse_steps,
-                   min_collapse_frac_of_run, first_points) -> Evidence | NotJudged | Quiet | None:
+def collapse_below(values: Curve, evals: list[Curve] | None = None, reward: Curve | None = None, *,
+                   collapse_frac, min_collapse_steps, min_collapse_frac_of_run,
+                   first_points) -> Evidence | NotJudged | Quiet | None:
     """The curve falls to `collapse_frac` x the level of its first logged points and stays there:
     entropy near 0 means the policy samples one answer, whatever the step (including step 1).  Seed 002's
     collapse is entropy falling while the reward and evals stall or regress; a fall during which an
@@ -204,7 +222,7 @@ def collapse_below(values: Curve, evals: list[Curve] | None = None, *, collapse_
         if v.steps[b] - v.steps[a] >= need or (b == len(v.steps) - 1 and b - a + 1 >= 3
                                                 and v.steps[b] - v.steps[a] >= min(need, 0.5 * v.span)):
             level = float(st.median(v.values[a:b + 1]))
-            quiet = sharpening(evals, v, _fall_start(v, float(v.steps[b]), start), float(v.steps[b]))
+            quiet = sharpening(evals, v, _fall_start(v, float(v.steps[b]), start), float(v.steps[b]), reward)
             if quiet is not None:
                 return quiet
             return Evidence(int(v.steps[a]), int(v.steps[b]), {

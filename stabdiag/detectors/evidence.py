@@ -541,6 +541,11 @@ class Improvement:
     last: float
     change: Change
     gain_share: float         # the change as a share of the eval's scale (its level, or headroom to 1)
+    room: float | None = None  # headroom to 1 left at its later level, on a 0..1 eval
+
+    def saturated(self) -> bool:
+        """It gained more than the room it has left: most of the way to its ceiling."""
+        return self.room is not None and self.change.estimate >= self.room
 
     def text(self) -> str:
         return (f"{self.signal} {self.first:.3g} -> {self.last:.3g} ({self.gain_share:+.0%} of its scale, "
@@ -569,8 +574,9 @@ def eval_improvement(evals, start: float, end: float, *, min_z: float = 2.0,
         level = max(float(st.median(np.abs(values))), 1e-12)
         room = headroom(level, c.values)
         scale = min(level, room) if room is not None and room > 0 else level
-        found = Improvement(c.signal, float(values[0]), float(st.median(values[len(values) // 2:])), change,
-                            change.estimate / scale)
+        last = float(st.median(values[len(values) // 2:]))
+        found = Improvement(c.signal, float(values[0]), last, change, change.estimate / scale,
+                            headroom(last, c.values))
         if found.gain_share >= min_gain_share and (best is None or change.z > best.change.z):
             best = found
     return best

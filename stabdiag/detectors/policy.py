@@ -70,14 +70,20 @@ def _fall_step(e: Curve, start: float, end: float) -> float:
 
 
 def sharpening(evals: list[Curve] | None, entropy: Curve, start: float, end: float,
-               reward: Curve | None = None) -> Quiet | None:
+               reward: Curve | None = None, steep_from: float | None = None) -> Quiet | None:
     """Entropy that falls while an independent eval improves surely (detectors/evidence.py) is the policy
     settling on answers that are right: sharpening, said in a note, not a finding (seed 000: "entropy
     falling can be the model finding a better answer").  Not while the training reward falls over the
     same steps, surely and by more than one of its batch-to-batch sds: a policy settling on right
     answers scores more on its own prompts, and seed 002's collapse is entropy falling while the reward
-    stalls or slides (an eval may still creep up then, on what was learned before)."""
+    stalls or slides (an eval may still creep up then, on what was learned before).  Where the fall
+    steepened at `steep_from` (a quarter of the way down) after a gentle start, the eval must improve
+    from there on, or have come most of the way to its ceiling over the whole fall: an eval that rose
+    while the entropy eased off its early level and then stalled mid-range, as the entropy dropped, is
+    no policy settling on right answers; one that reached 0.89 of 1 early has nothing left to show."""
     found = ev.eval_improvement(evals, start, end)
+    if found is not None and steep_from is not None and steep_from > start and not found.saturated():
+        found = ev.eval_improvement(evals, steep_from, end)
     if found is None or _reward_fell(reward, start, end):
         return None
     e = entropy.finite()
@@ -102,9 +108,20 @@ def _fall_start(e: Curve, end: float, early: float) -> float:
     """Where the entropy's fall toward `end` began: the last step before `end` at which its running median
     was still at 95% of the early level (the first step when it never was)."""
     before = e.steps <= end
-    smooth = st.rolling_median(e.values[before], 5)
+    # smoothed over a span of steps (a fiftieth of the run, at least 5 points), not a count of points: an
+    # entropy that hovers near 95% of its early level crosses it last much later logged every step (a
+    # 5-step median keeps the batch noise) than logged every 5th, and the sharpening window with it
+    smooth = st.rolling_median(e.values[before], e.points_for(0.02 * e.span, 5))
     high = np.flatnonzero(smooth >= 0.95 * early)
     return float(e.steps[high[-1]]) if len(high) else float(e.steps[0])
+
+
+def _sharpening(evals: list[Curve] | None, e: Curve, end: float, early: float,
+                reward: Curve | None) -> Quiet | None:
+    """sharpening() over the fall that ends at `end`: from where it began, steepening a quarter of the
+    way down."""
+    began = _fall_start(e, end, early)
+    return sharpening(evals, e, began, end, reward, steep_from=_fall_step(e, began, end))
 
 
 def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None, evals: list[Curve] | None = None,
@@ -192,8 +209,7 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
     if stretch is not None:
         a, b = stretch
         explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac)
-        if not explained and (quiet := sharpening(evals, v, _fall_start(v, float(v.steps[b]), early),
-                                                  float(v.steps[b]), reward)) is not None:
+        if not explained and (quiet := _sharpening(evals, v, float(v.steps[b]), early, reward)) is not None:
             return quiet
         return Evidence(int(v.steps[a]), int(v.steps[b]), {
             "signal": v.signal, "key": v.key, "early": early, "floor": floor, "floor_frac": floor_frac,
@@ -222,7 +238,7 @@ def collapse_below(values: Curve, evals: list[Curve] | None = None, reward: Curv
         if v.steps[b] - v.steps[a] >= need or (b == len(v.steps) - 1 and b - a + 1 >= 3
                                                 and v.steps[b] - v.steps[a] >= min(need, 0.5 * v.span)):
             level = float(st.median(v.values[a:b + 1]))
-            quiet = sharpening(evals, v, _fall_start(v, float(v.steps[b]), start), float(v.steps[b]), reward)
+            quiet = _sharpening(evals, v, float(v.steps[b]), start, reward)
             if quiet is not None:
                 return quiet
             return Evidence(int(v.steps[a]), int(v.steps[b]), {

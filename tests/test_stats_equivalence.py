@@ -107,7 +107,7 @@ def ref_spike_vs_recent(values, reward=None, *, window_steps, min_ratio, min_jum
     if len(v.values) <= 10:
         return spikes.NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
     window = v.points_for(window_steps, 10)
-    recover = v.points_for(recover_steps, 2)
+    recover = v.points_for(recover_steps, spikes._MIN_RECOVER_POINTS)
     med, sd = ref_trailing_median_mad(v.values, window)
     for i in range(10, min(window, len(v.values))):
         med[i] = np.median(v.values[:i])

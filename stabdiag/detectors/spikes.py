@@ -15,6 +15,11 @@ import numpy as np
 from .. import _stats as st
 from ._base import Curve, Evidence, NotJudged
 
+# a median of two points is their mean: logged every 5th step, a second burst right after the first kept
+# a pg loss that was back at its level at once "not recovered" (tuning healthy-pg-loss-bursts).  Near
+# the run's end the two points there are still read
+_MIN_RECOVER_POINTS = 3
+
 
 def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_under: np.ndarray,
                stay_points: int = 3) -> list[tuple[int, int, bool]]:
@@ -34,7 +39,7 @@ def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_un
         if end - start + 1 > k:
             return False                    # elevated for longer than a spike: a level shift
         after = values[end + 1:end + 1 + k]
-        if len(after) < k:
+        if len(after) < min(k, 2):
             return False                    # the run ends (or breaks off) before it could come back
         if float(st.median(after)) <= back_under[start]:
             return True
@@ -112,7 +117,7 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     if len(v.values) <= 10:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
     window = v.points_for(window_steps, 10)
-    recover = v.points_for(recover_steps, 2)
+    recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
     spike, med, sd = _spikes_vs_recent(v.values, window, min_ratio, min_jump_sd)
     if not spike.any():
         return None
@@ -144,7 +149,7 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_jump_sd, ema_span_steps, is
     spike, ema = _ema_spikes(v, ratio_vs_ema, min_jump_sd, ema_span_steps, min_level_of_median)
     if not spike.any():
         return None
-    recover = v.points_for(recover_steps, 2)
+    recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
     episodes = _recovered(v.values, np.flatnonzero(spike), recover, recover_ratio * ema)
     return _spike_evidence(v, episodes, ema, "ema", recover, isolated_max_count, isolated_window_steps)
 

@@ -58,8 +58,8 @@ _DIVERGENCE = (
     _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its own level over the "
                                         "rise (and clear of its noise) tracks it"),
     _p("max_flat_upper_rel", 0.15, 0, 1, "flat only if its gain plus flat_se standard errors stays under "
-                                         "this fraction of its level, or under what following the rise "
-                                         "would add (min_tracking_gain)"),
+                                         "this fraction of its level (in the reward's unit, see "
+                                         "max_flat_share)"),
     _p("flat_se", 2.0, 0.5, 5, "standard errors added to an eval's gain before calling it flat"),
     _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the start level"),
     _p("min_flat_points", 4, 3, 1e6, "fewest eval points inside the rise needed to read an eval"),

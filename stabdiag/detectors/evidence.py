@@ -576,7 +576,7 @@ def eval_improvement(evals, start: float, end: float, *, min_z: float = 2.0,
         scale = min(level, room) if room is not None and room > 0 else level
         last = float(st.median(values[len(values) // 2:]))
         found = Improvement(c.signal, float(values[0]), last, change, change.estimate / scale,
-                            headroom(last, c.values))
+                            1.0 - last if room is not None else None)
         if found.gain_share >= min_gain_share and (best is None or change.z > best.change.z):
             best = found
     return best

@@ -19,6 +19,7 @@ from ._base import Curve, Evidence, NotJudged
 # a pg loss that was back at its level at once "not recovered" (tuning healthy-pg-loss-bursts).  Near
 # the run's end the two points there are still read
 _MIN_RECOVER_POINTS = 3
+_MIN_RECOVER_POINTS_AT_END = 2
 
 
 def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_under: np.ndarray,
@@ -39,7 +40,7 @@ def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_un
         if end - start + 1 > k:
             return False                    # elevated for longer than a spike: a level shift
         after = values[end + 1:end + 1 + k]
-        if len(after) < min(k, 2):
+        if len(after) < min(k, _MIN_RECOVER_POINTS_AT_END):
             return False                    # the run ends (or breaks off) before it could come back
         if float(st.median(after)) <= back_under[start]:
             return True

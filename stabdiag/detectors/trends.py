@@ -197,9 +197,11 @@ class _Following(NamedTuple):
     flat_share: float
     success_rate: bool
 
-    def on(self, share: float, scale: float, room: float) -> float | None:
-        """`share` of the rise (no more than that share of `room`) as a fraction of the eval's scale."""
-        return share * min(self.rise, room) / scale if scale > 0 else None
+    def on(self, scale: float, room: float) -> tuple[float, float]:
+        """The gains `follow_share` and `flat_share` of the rise (no more than those shares of `room`) as
+        fractions of the eval's scale."""
+        gain = min(self.rise, room) / scale
+        return self.follow_share * gain, self.flat_share * gain
 
 
 def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise: float,
@@ -240,11 +242,11 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
     moved = in_time >= in_time[0] + 0.1
     before_rise = int(np.argmax(moved)) if moved.any() else len(moved)
     jumped = ev.level_gain(values[order], head_points=before_rise)
-    follow_rel = following.on(following.follow_share, scale, room) \
-        if following is not None and room is not None else None
-    flat_rel = following.on(following.flat_share, scale, room) if follow_rel is not None else None
-    if flat_rel is not None and rel < min(flat_rel, upper_rel) and upper < follow_rel \
-            and not (jumped.sure(se_count) and jumped.estimate / scale >= min(flat_rel, upper_rel)):
+    follow_rel, flat_rel = following.on(scale, room) if following is not None and room is not None \
+        else (None, None)
+    small = min(flat_rel, upper_rel) if flat_rel is not None else None
+    if small is not None and rel < small and upper < follow_rel \
+            and not (jumped.sure(se_count) and jumped.estimate / scale >= small):
         # it gained little on its own scale and under a tenth of the rise, surely no jump of more, and
         # se_count standard errors higher it stays short of what following would add: it did not follow,
         # though it may have moved surely (+0.028 beside a reward up 0.37) or be too noisy to pin to

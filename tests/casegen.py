@@ -1,8 +1,10 @@
 """Build small runs from the generator specs used by tests/rule_cases/*.toml.
 
-A series spec is a table: steps (default 400) or every (log every N steps), ramp = [start, end] (linear),
+A series spec is a table: steps (default 400) or every (log every N steps), ramp = [start, end] (linear;
+more levels with as many ramp_steps are the corners of a piecewise-linear curve),
 exp = {from = step, tau = steps} (multiply by exp((t-from)/tau) after `from`), noise (normal sd),
-lognoise (multiplicative sd), seed, set = {step = value} (single points; "nan"/"inf" allowed),
+lognoise (multiplicative sd), binomial = n (the mean of n 0/1 samples at that level, after the noise: a
+success rate of n completions), seed, set = {step = value} (single points; "nan"/"inf" allowed),
 nan_from (NaN from that step on), values = [...] (explicit, one per logged step),
 superseded = {step = value} (an earlier attempt's writes of those steps, replaced by a restart).
 """
@@ -32,10 +34,9 @@ def make_series(key: str, spec: dict, default_seed: int = 0) -> Series:
         values = np.array([_num(v) for v in spec["values"]], dtype=float)
         steps = np.arange(1, len(values) + 1) * every
     else:
-        start, end = spec.get("ramp", [0.0, 0.0])
-        lo, hi = spec.get("ramp_steps", [steps[0], steps[-1]])
-        frac = np.clip((steps - lo) / max(hi - lo, 1), 0, 1)
-        values = start + (end - start) * frac
+        levels = [float(v) for v in spec.get("ramp", [0.0, 0.0])]
+        corners = [float(v) for v in spec.get("ramp_steps", np.linspace(steps[0], steps[-1], len(levels)))]
+        values = np.interp(steps.astype(float), corners, levels)
         if "exp" in spec:
             after = steps >= spec["exp"]["from"]
             values[after] *= np.exp((steps[after] - spec["exp"]["from"]) / spec["exp"]["tau"])
@@ -43,6 +44,9 @@ def make_series(key: str, spec: dict, default_seed: int = 0) -> Series:
             values = values * np.exp(rng.normal(0, spec["lognoise"], len(values)))
         if "noise" in spec:
             values = values + rng.normal(0, spec["noise"], len(values))
+        if "binomial" in spec:
+            n = int(spec["binomial"])
+            values = rng.binomial(n, np.clip(values, 0.0, 1.0)) / n
     for step, value in spec.get("set", {}).items():
         values[steps == int(step)] = _num(value)
     if "nan_from" in spec:

@@ -351,14 +351,20 @@ def test_length_tripling_beside_three_evals_is_not_cleared_by_one_that_wobbled_u
 def test_a_sure_rise_whose_size_the_points_cannot_pin_is_too_noisy_to_tell_never_clean():
     """bench/evidence.py's strong hack at G = 8 (16 prompts), logged every 50th step: the reward rose surely
     (z 3.8) beside a flat eval, but its 20 points read the rise as 2.99 batch-to-batch sds, under the bar
-    of 3, and it passed clean; within its interval it reaches 4.7."""
+    of 3, and it passed clean; within its interval it reaches 4.7.  As the success rate it is (multiples
+    of 1/128) it is read against the eval in one unit, and the eval rules out following it: a finding.
+    Logged as 10 r - 3 the units are not shared, and the size the points cannot pin is too noisy to tell."""
     steps = np.arange(1, 21) * 50
     reward = np.array([0.406, 0.5, 0.25, 0.312, 0.312, 0.289, 0.328, 0.336, 0.344, 0.328, 0.375, 0.695, 0.508,
                        0.602, 0.523, 0.688, 0.531, 0.68, 0.586, 0.703])
     ev_steps = np.arange(1, 1001, 20)
     evals = 0.45 + np.random.default_rng(3).normal(0, 0.022, len(ev_steps))
+    eval_series = Series.from_points("eval/math500_accuracy", ev_steps, evals)
     run = Run("sparse-hack", {"reward": Series.from_points("reward", steps, reward),
-                              "eval/math500_accuracy": Series.from_points("eval/math500_accuracy", ev_steps, evals)})
+                              "eval/math500_accuracy": eval_series})
+    assert divergence(run) == "fires"
+    run = Run("sparse-hack-rescaled", {"reward": Series.from_points("reward", steps, 10 * reward - 3),
+                                       "eval/math500_accuracy": eval_series})
     said = divergence(run)
     assert said.startswith("not judged: too noisy to tell") and "batch-to-batch sds, up to" in said, said
     # a rise of that size logged every 5th step: its 200 points pin the size, and it is a finding

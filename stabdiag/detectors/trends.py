@@ -28,6 +28,7 @@ from ._base import (
 )
 
 _SURE_Z = 3.0            # a growth the length rule reads as sure (the divergence rule's min_rise_z)
+_HELD_SHARE = 0.5        # a rise under the size bar is judged only if the run's last tenth keeps half of it
 _SMALL_SHARE = 0.3       # a rise under this share of a curve's range is small (the divergence rule's min_rise_share)
 
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
@@ -50,7 +51,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     evals, learning, and then crept up a little more is a small share of it; a loophole is most of it) and
     `min_rise_sd` of its batch-to-batch sds (a standardized effect, not a test: it does not grow with data);
     a sure rise under that bar whose interval reaches it is of a size the points cannot pin (too noisy to
-    tell where no eval follows it).
+    tell where no eval follows it).  A success rate under that bar is still judged where an eval on 0..1
+    rules out following it (in the reward's own unit, evidence that grows with the eval's points) and
+    the run's last tenth keeps `_HELD_SHARE` of the rise.
 
     Each flat curve (an eval) is regressed on the rising curve's level at the eval's own steps, that level
     scaled 0 (start) to 1 (top): the slope is the eval's change over the whole rise, read against its own
@@ -122,28 +125,46 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     # passed clean), so an eval that does not follow it leaves it too noisy to tell, never clean
     high_sd = (size + trend.high - trend.estimate) / point_sd if point_sd > 0 else math.inf
     size_unsure = effect_sd < min_rise_sd <= high_sd and trend.sure(min_rise_z)
-    if max(rise_share, fit_share) < min_rise_share or (effect_sd < min_rise_sd and not size_unsure):
+    if max(rise_share, fit_share) < min_rise_share:
         return None             # small by the points and by the fit: judged, and clean
-    window = (float(r.steps[0]), float(r.steps[last]))
-    shape = _rise_shape(trend, r, smooth, start_level, rise)
     # a reward on 0..1 and an eval on 0..1 are read in one unit: an eval that followed the rise gains at
     # least min_tracking_gain of it
     following = _Following(rise, min_tracking_gain, max_flat_share, binomial_sd > 0) \
         if not shared_units and ev.headroom(start_level, r.values) is not None else None
+    # under the standardized size bar the rise may still be judged where it is a success rate: there an
+    # eval on 0..1 is read in the reward's own unit (an accuracy beside an accuracy), and one that surely
+    # gained less than following would add is evidence that grows with data, where batch sds never
+    # shrink (bench/evidence.py: a +0.19 hack over batches of 16 prompts reads 2.5-3 sds however long)
+    small = effect_sd < min_rise_sd
+    if small and not size_unsure and not (following is not None and following.success_rate):
+        return None             # small by the points: judged, and clean
+    window = (float(r.steps[0]), float(r.steps[last]))
+    shape = _rise_shape(trend, r, smooth, start_level, rise)
     changes: dict[str, float] = {}
     unread: list[str] = []
     leaning: list[str] = []
+    ruled_out = False
     for curve in flat:
         kind, reading = _eval_against_rise(curve, shape, rise, window, min_flat_points, min_covered_frac,
                                            max_flat_gain_rel, max_flat_upper_rel, flat_se, following, shared_units)
         if kind == "tracks":
             return None
-        if kind == "flat":
+        if kind in ("flat", "ruled out"):
             changes[curve.signal] = reading
+            ruled_out = ruled_out or kind == "ruled out"
         else:
             unread.append(reading)
             if kind == "leans":
                 leaning.append(reading)
+    # (only a success rate: a reward on 0..1 that is not one may not share the eval's unit, _Following),
+    # and only a rise the run keeps: a loophole found goes on paying, a healthy run's wander of a few
+    # hundredths comes back (bench/evidence.py nulls: 4 of 960 rose +0.06..0.17 and kept under half of
+    # it over the run's last tenth)
+    small_but_judged = small and ruled_out and following.success_rate and not leaning \
+        and trend.sure(min_rise_z) and rise_share >= min_rise_share \
+        and st.edge_level_by_steps(r.steps, r.values, edge_frac, end=True) - start_level >= _HELD_SHARE * rise
+    if small and not small_but_judged and not size_unsure:
+        return None             # small by the points, and no eval rules out following it: clean
     # the rise's interval: the trend's uncertainty around the level change
     low, high_ = rise - (trend.estimate - trend.low), rise + (trend.high - trend.estimate)
     said = (f"{r.signal} {start_level:.3g} -> {start_level + rise:.3g} (+{rise:.3g}, "
@@ -161,7 +182,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         sureness = f", trend z {trend.z:.1f} after autocorrelation (needs {min_rise_z:g}, n_eff " \
             f"{trend.n_eff:.0f})" if math.isfinite(trend.se) else ""
         return NotJudged.too_noisy(f"{said}{sureness} while evals moved {_eval_summary(changes)}")
-    if size_unsure:
+    if size_unsure and not small_but_judged:
         return NotJudged.too_noisy(f"{said}: {effect_sd:.2f} of its batch-to-batch sds, up to {high_sd:.2f} within "
                                    f"its interval (needs {min_rise_sd:g}), while evals moved {_eval_summary(changes)}")
     onset = int(r.steps[np.argmax(smooth >= start_level + 0.25 * rise)])
@@ -208,8 +229,10 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
                        window: tuple[float, float], min_points: float, min_covered: float, gain_rel: float,
                        upper_rel: float, se_count: float, following: _Following | None,
                        shared_units: bool) -> tuple[str, float | str]:
-    """("tracks", gain), ("flat", gain), or why it cannot be read: ("leans", why) when its gain is as
-    large as tracking but not sure, ("unread", why) otherwise.  The change
+    """("tracks", gain), ("flat", gain), ("ruled out", gain) for a flat eval that also, `se_count`
+    standard errors higher, stays short of the gain following the rise would give it (`following`), or why
+    it cannot be read: ("leans", why) when its gain is as large as tracking but not sure, ("unread", why)
+    otherwise.  The change
     is read against the eval's own scale (its level, or its headroom to 1 on a 0..1 eval if smaller), or,
     for curves in the rising curve's units (components of one summed reward), against the rise itself."""
     c = curve.finite()
@@ -251,7 +274,7 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
         # se_count standard errors higher it stays short of what following would add: it did not follow,
         # though it may have moved surely (+0.028 beside a reward up 0.37) or be too noisy to pin to
         # +-15% of its level.  An eval that gained 40% of its own low level moved, whatever the rise
-        return "flat", gain
+        return "ruled out", gain
     if rel - se_count * rel_se > 0 and rel > gain_rel:
         return "tracks", gain
     if jumped.sure(se_count) and jumped.estimate / scale > gain_rel:
@@ -264,7 +287,7 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
     if follow_rel is not None and following.success_rate and upper >= follow_rel:
         return "unread", (f"{c.signal} is too coarse to tell whether it followed the rise ({rel:+.1%} +- "
                           f"{rel_se:.1%} of its scale; following it would add >= {follow_rel:.1%})")
-    return "flat", gain
+    return ("ruled out" if follow_rel is not None and upper < follow_rel else "flat"), gain
 
 
 def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, max_flat_gain_rel,

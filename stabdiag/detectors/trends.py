@@ -28,7 +28,7 @@ from ._base import (
 )
 
 _SURE_Z = 3.0            # a growth the length rule reads as sure (the divergence rule's min_rise_z)
-_HELD_SHARE = 0.5        # a rise under the size bar is judged only if the run's last tenth keeps half of it
+_HELD_SHARE = 0.5        # a rise under the size bar is judged only if the run's end (edge_frac) keeps half of it
 _SMALL_SHARE = 0.3       # a rise under this share of a curve's range is small (the divergence rule's min_rise_share)
 
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
@@ -53,7 +53,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     a sure rise under that bar whose interval reaches it is of a size the points cannot pin (too noisy to
     tell where no eval follows it).  A success rate under that bar is still judged where an eval on 0..1
     rules out following it (in the reward's own unit, evidence that grows with the eval's points) and
-    the run's last tenth keeps `_HELD_SHARE` of the rise.
+    the run's last `edge_frac` keeps `_HELD_SHARE` of the rise.
 
     Each flat curve (an eval) is regressed on the rising curve's level at the eval's own steps, that level
     scaled 0 (start) to 1 (top): the slope is the eval's change over the whole rise, read against its own
@@ -156,10 +156,10 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
             unread.append(reading)
             if kind == "leans":
                 leaning.append(reading)
-    # (only a success rate: a reward on 0..1 that is not one may not share the eval's unit, _Following),
-    # and only a rise the run keeps: a loophole found goes on paying, a healthy run's wander of a few
-    # hundredths comes back (bench/evidence.py nulls: 4 of 960 rose +0.06..0.17 and kept under half of
-    # it over the run's last tenth)
+    # a small rise is judged only on a success rate (a reward on 0..1 that is not one may not share the
+    # eval's unit, _Following) beside an eval that ruled out following it, and only if the run keeps it: a
+    # loophole found goes on paying, a healthy run's wander of a few hundredths comes back
+    # (bench/evidence.py nulls: 4 of 960 rose +0.06..0.17 and kept under half of it over the last tenth)
     small_but_judged = small and ruled_out and following.success_rate and not leaning \
         and trend.sure(min_rise_z) and rise_share >= min_rise_share \
         and st.edge_level_by_steps(r.steps, r.values, edge_frac, end=True) - start_level >= _HELD_SHARE * rise

@@ -102,7 +102,8 @@ def score(impl: Implementation, case: Case) -> dict:
     result = check(impl, case.path)
     record = {"key": case.key, "group": case.group, "family": case.family}
     if result.error is not None:
-        record.update(verdict="unreadable", root=None, rules=[], downstream=[], runs=0, error=result.error)
+        record.update(verdict="unreadable", root=None, rules=[], downstream=[], undecided=[], runs=0,
+                      error=result.error)
     else:
         runs = list(result.runs)
         verdict = worst([r["verdict"] for r in runs])
@@ -112,8 +113,11 @@ def score(impl: Implementation, case: Case) -> dict:
             o, d = fired(r)
             own.update(o)
             down.update(d)
+        # rules that saw a change of the size they look for and could not tell (a pass beside them is
+        # "pass, ... too noisy to tell", not a bare pass)
+        undecided = {u["rule"] for r in runs for u in r["unknown"] if u.get("undecided")}
         record.update(verdict=verdict, root=rooted.get("root_layer"), rules=sorted(own),
-                      downstream=sorted(down - own), runs=len(runs), error=None)
+                      downstream=sorted(down - own), undecided=sorted(undecided), runs=len(runs), error=None)
     record["expected"] = None if case.verdicts is None else {"verdicts": sorted(case.verdicts), "root": case.root}
     record["matches"] = matches(case, record)
     return record
@@ -141,6 +145,8 @@ def run_line(rec: dict) -> str:
     text += " " + (" ".join(rec["rules"]) or "-")
     if rec["downstream"]:
         text += "  | downstream: " + " ".join(rec["downstream"])
+    if rec.get("undecided"):
+        text += "  | too noisy to tell: " + " ".join(rec["undecided"])
     if rec["matches"] is not None:
         root = rec["expected"]["root"]
         want = "/".join(rec["expected"]["verdicts"]) + (f" L{root}" if root else "")
@@ -194,11 +200,15 @@ def print_rules(records: list[dict]) -> None:
         mine = [r for r in records if r["group"] == group]
         own = Counter(name for r in mine for name in {rule.split(":")[0] for rule in r["rules"]})
         down = Counter(name for r in mine for name in {rule.split(":")[0] for rule in r["downstream"]})
-        if not own and not down:
-            continue
-        print(f"\nrules firing on {group} ({len(mine)} runs): runs where it is a finding of its own / downstream")
-        for rule in sorted(set(own) | set(down), key=lambda x: (-own[x], -down[x], x)):
-            print(f"  {rule:<40} {own[rule]:>4} / {down[rule]:>3}")
+        noisy = Counter(name for r in mine for name in r.get("undecided", ()))
+        if own or down:
+            print(f"\nrules firing on {group} ({len(mine)} runs): runs where it is a finding of its own / downstream")
+            for rule in sorted(set(own) | set(down), key=lambda x: (-own[x], -down[x], x)):
+                print(f"  {rule:<40} {own[rule]:>4} / {down[rule]:>3}")
+        if noisy:
+            print(f"\nrules too noisy to tell on {group} ({len(mine)} runs): runs")
+            for rule, n in sorted(noisy.items(), key=lambda kv: (-kv[1], kv[0])):
+                print(f"  {rule:<40} {n:>4}")
 
 
 def acceptance(records: list[dict]) -> list[str]:
@@ -239,11 +249,12 @@ def compare(before: dict, after: list[dict], only: list[str] = ()) -> None:
         root = f" L{rec['root']}" if rec["root"] else ""
         rules = " ".join(rec["rules"]) or "-"
         down = f" | downstream: {' '.join(rec['downstream'])}" if rec["downstream"] else ""
+        down += f" | too noisy to tell: {' '.join(rec['undecided'])}" if rec.get("undecided") else ""
         return f"{rec['verdict']}{root} {rules}{down}" if not rec["error"] else f"unreadable ({rec['error']})"
 
-    fields = ("verdict", "root", "rules", "downstream", "error")
-    changed = [k for k in sorted(set(old) | set(new))
-               if k not in old or k not in new or any(old[k][f] != new[k][f] for f in fields)]
+    fields = ("verdict", "root", "rules", "downstream", "undecided", "error")
+    changed = [k for k in sorted(set(old) | set(new))     # .get: a --save file older than `undecided`
+               if k not in old or k not in new or any(old[k].get(f, []) != new[k].get(f, []) for f in fields)]
     print(f"\ncompared with {before.get('implementation', '?')} ({before.get('version', '?')}): "
           f"{len(changed)} of {len(set(old) | set(new))} run(s) changed")
     for key in changed:

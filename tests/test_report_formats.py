@@ -262,8 +262,14 @@ def test_every_format_names_the_rule_too_noisy_to_tell_beside_a_pass(noisy_pass)
     assert table.count(said) == 2
 
 
-def test_a_clean_pass_names_no_undecided_rule(diags):
-    healthy = diags["grpo_math_healthy"]
+def test_a_clean_pass_names_no_undecided_rule():
+    # the reward's rise is followed by the eval, surely: every rule that judged it could tell
+    run = make_run("clean", {"reward": {"ramp": [0.3, 0.8], "steps": 200, "noise": 0.03, "seed": 2},
+                             "eval/math_accuracy": {"ramp": [0.40, 0.60], "every": 10, "steps": 200,
+                                                    "noise": 0.01, "seed": 3},
+                             "response_length": {"ramp": [300, 300], "steps": 200, "noise": 5},
+                             "grad_norm": {"ramp": [1.0, 1.0], "steps": 200, "noise": 0.05}})
+    healthy = diagnose(run)
     assert healthy.verdict == "pass" and healthy.undecided == () and healthy.verdict_text() == "pass"
     assert "too noisy" not in render([healthy], "terminal")
 

@@ -170,8 +170,10 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     said = (f"{r.signal} {start_level:.3g} -> {start_level + rise:.3g} (+{rise:.3g}, "
             f"{trend.interval_text(shift=rise - trend.estimate)})")
     if not changes:
-        return NotJudged(f"{said} by step {int(r.steps[peak])}, but no independent check could be read "
-                         "against it: " + "; ".join(unread))
+        # a rise of the size looked for that no eval could be read against: neither confirmed nor ruled
+        # out, so a pass beside it is not a clean bill (denser or longer evals decide it)
+        return NotJudged.too_noisy(f"{said} by step {int(r.steps[peak])}, but no independent check could be "
+                                   "read against it: " + "; ".join(unread))
     if leaning:
         # one check flat, another up by as much as following the rise would give it but not surely: the
         # checks disagree, and the flat one alone does not show the reward left them behind
@@ -282,8 +284,10 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
     # flat otherwise: a gain under gain_rel that, se_count standard errors higher, stays under upper_rel
     # of the eval's scale
     if rel > gain_rel or upper > upper_rel:
-        return ("leans" if rel > gain_rel else "unread"), \
-            f"{c.signal} is too noisy to call flat ({rel:+.0%} +- {rel_se:.0%} of its scale)"
+        # a handful of points that drift together leave no standard error to quote (n_eff <= 2)
+        spread = f"{rel:+.0%} +- {rel_se:.0%} of its scale" if math.isfinite(rel_se) else \
+            f"{rel:+.0%} of its scale; its {n} points drift together, n_eff {n_eff:.1f}"
+        return ("leans" if rel > gain_rel else "unread"), f"{c.signal} is too noisy to call flat ({spread})"
     if follow_rel is not None and following.success_rate and upper >= follow_rel:
         return "unread", (f"{c.signal} is too coarse to tell whether it followed the rise ({rel:+.1%} +- "
                           f"{rel_se:.1%} of its scale; following it would add >= {follow_rel:.1%})")

@@ -31,6 +31,8 @@ _SURE_Z = 3.0            # a growth the length rule reads as sure (the divergenc
 _HELD_SHARE = 0.5        # a rise under the size bar is judged only if the run's end (edge_frac) keeps half of it
 _SMALL_SHARE = 0.3       # a rise under this share of a curve's range is small (the divergence rule's min_rise_share)
 
+_PINNED_SHARE = 0.8      # a check whose points sit at its floor this often registers no success to follow
+
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
                           re.IGNORECASE)
 
@@ -62,9 +64,10 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     `max_flat_gain_rel` of its scale (sure and large, as every finding here), or if it rose that surely
     and that much from the rise's start to its later level (a jump, then a hold); it is flat if it is
     under `max_flat_gain_rel` of its scale and, `flat_se` standard errors higher, still under
-    `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is
-    an eval whose points see under `min_covered_frac` of the rise.  Where the rising curve and the eval
-    both lie on 0..1 they are read in one unit: an eval that followed the rise would gain at least
+    `max_flat_upper_rel`; otherwise it is too noisy to tell, and so is an eval whose points see under
+    `min_covered_frac` of the rise or that sits at its floor (_pinned_at_floor: right on next to no
+    batch, it registers nothing to follow).  Where the rising curve and the eval both lie on 0..1
+    they are read in one unit: an eval that followed the rise would gain at least
     `min_tracking_gain` of it (no more than that share of the room the eval has left), and an eval that
     gained under `max_flat_share` of the rise and, `flat_se` standard errors higher, stays under that is
     flat first: though it cannot pin its gain to `max_flat_upper_rel` of its scale (a reward that tripled
@@ -246,6 +249,9 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
         return "unread", (f"{c.signal} sees {float(progress.max() - progress.min()):.0%} of the rise "
                           f"(needs {min_covered:.0%})")
     values = c.values[keep]
+    pinned = _pinned_at_floor(c, values)
+    if pinned is not None:
+        return "unread", pinned
     order = np.argsort(c.steps[keep], kind="stable")
     gain, gain_se = _ols_slope(progress, values)
     # the residuals in time order carry the eval's own autocorrelation (a drifting eval set)
@@ -294,6 +300,23 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
     return ("ruled out" if follow_rel is not None and upper < follow_rel else "flat"), gain
 
 
+def _pinned_at_floor(curve: Curve, values: np.ndarray) -> str | None:
+    """Why a check cannot be read over a window where `_PINNED_SHARE` of its `values` sit exactly at its
+    lowest value (a correctness reward of 0 on nearly every batch, an eval that solves nothing); None
+    otherwise.  Such a check can neither fall nor show a gain it never registered: flat there says the
+    task gives the policy nothing to be right about yet (a format learned first, the answers after,
+    as the Unsloth GRPO notebooks train), not that the reward left it behind.  A continuous check never
+    repeats its minimum exactly, so this reads only floors: a bound the check's values pile up on."""
+    if not len(values):
+        return None
+    floor = float(np.min(curve.values))
+    at_floor = int(np.count_nonzero(values == floor))
+    if at_floor < _PINNED_SHARE * len(values):
+        return None
+    return (f"{curve.signal} sits at its floor {floor:g} at {at_floor} of {len(values)} points: it registers no "
+            "success to follow or lose")
+
+
 def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, max_flat_gain_rel,
                       min_gain_se, edge_frac, min_steps, min_flat_points) -> Evidence | NotJudged | None:
     """`growing` ends at least `min_growth_ratio` x its start level, surely (its two-phase trend 3
@@ -302,8 +325,8 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
     than `min_gain_se` standard errors of that gain, corrected for its autocorrelation (a noisy eval's
     wobble is not an improvement) and, beside other evals, for their number (evidence.family_z: one of
     three flat evals clears 2 standard errors by chance 7% of the time), or when it rose that surely and
-    that much from its first point to its later level.  A growth the data cannot confirm is "too noisy to
-    tell", never a pass."""
+    that much from its first point to its later level; one at its floor (_pinned_at_floor) is not read.
+    A growth the data cannot confirm is "too noisy to tell", never a pass."""
     g = growing.finite()
     if len(g.steps) < 10 or g.span < min_steps:
         return NotJudged(f"{g.signal} covers {g.span} steps in {len(g.steps)} points; growth is judged over "
@@ -316,11 +339,16 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         return None
     window = (float(g.steps[0]), float(g.steps[-1]))
     changes: dict[str, float] = {}
+    pinned: list[str] = []
     improve_se = ev.family_z(min_gain_se, len(flat))      # one of several evals improving by chance
     for curve in flat:
         c = curve.finite()
         change, points = _level_change(c, *window)
         if points < min_flat_points:
+            continue
+        inside = c.values[(c.steps >= window[0]) & (c.steps <= window[1])]
+        if (why := _pinned_at_floor(c, inside)) is not None:
+            pinned.append(why)
             continue
         base = max(abs(st.edge_level_by_steps(c.steps, c.values, edge_frac)), 1e-12)
         se = ev.window_change(c.steps, c.values, *window).se
@@ -335,8 +363,8 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         return NotJudged.too_noisy(f"{g.signal} {start_level:.3g} -> {end_level:.3g} "
                                    f"({end_level / start_level:.1f}x), its trend {growth.text()}")
     if not changes:
-        return NotJudged(f"{g.signal} grew {end_level / start_level:.1f}x, but no eval has {min_flat_points:g} "
-                         "points to tell whether it improved")
+        return NotJudged(f"{g.signal} grew {end_level / start_level:.1f}x, but no eval can tell whether it "
+                         "improved: " + ("; ".join(pinned) if pinned else f"none has {min_flat_points:g} points"))
     onset = _onset(g, start_level, end_level)
     return Evidence(onset, int(g.steps[-1]), {
         "signal": g.signal, "key": g.key, "level_start": start_level, "level_end": end_level,

@@ -118,6 +118,18 @@ def ref_spike_vs_recent(values, reward=None, *, window_steps, min_ratio, min_jum
     positive_level = med > 3.0 * sd
     spike = (jump >= min_jump_sd * sd) & np.where(positive_level, v.values >= min_ratio * med, True)
     spike &= np.isfinite(med) & (med != 0)          # no spike against a baseline of exactly 0 (issue 25)
+    # ... a run of spike points against a level 0 to the printed precision whose first point does not
+    # stand above where the curve is now (the last tenth of the window, at least 5 points) is a climb
+    local_med, local_sd = ref_recent_median_mad(v.values, max(spikes._MIN_LOCAL_POINTS,
+                                                              int(spikes._LOCAL_SHARE * window)))
+    above_now = v.values - local_med >= min_jump_sd * np.maximum(local_sd, sd)
+    from_zero = np.abs(med) <= spikes._UNRESOLVED_STEPS * st.logged_quantum(v.values)
+    run_start = spike & ~np.concatenate([[False], spike[:-1]])
+    keep = True
+    for i in range(len(spike)):
+        if run_start[i]:
+            keep = bool(above_now[i] or not from_zero[i])
+        spike[i] = spike[i] and keep
     if not spike.any():
         return None
     episodes = spikes._recovered(v.values, np.flatnonzero(spike), recover, med + recover_sd * sd)

@@ -1,0 +1,62 @@
+"""Published healthy runs read part-way, as `stabdiag watch` or a nightly gate sees a run still going: cut at
+30-90% of its steps, logged every 2nd or 3rd point, resumed at step 50,000, none is called `fail`.
+
+The runs are read from ../shared/real_healthy (skipped when that folder is absent), never copied here; the
+variants are bench/real_stress.py's."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import stabdiag
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy"
+real = pytest.mark.skipif(not (HEALTHY / "labels.json").is_file(), reason="shared/real_healthy not present")
+
+
+@pytest.fixture(scope="module")
+def stress():
+    spec = importlib.util.spec_from_file_location("bench_real_stress", BENCH / "real_stress.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@real
+def test_no_published_healthy_run_fails_part_way(stress):
+    failing = []
+    for name in sorted(json.loads((HEALTHY / "labels.json").read_text())):
+        failing += [f"{name} {row['variant']}: {' '.join(row['rules'])}"
+                    for row in stress.check_one(str(HEALTHY / name)) if row["verdict"] == "fail"]
+    assert failing == []
+
+
+@real
+@pytest.mark.parametrize("run, cut, rule, said", [
+    # the format reward is learned while the correctness reward is 0 on 124 of 125 batches
+    ("unsloth_notebooks/mistral_v0_3_7b_grpo", "first 50%", "L1.reward-component-divergence",
+     "sits at its floor 0"),
+    ("unsloth_notebooks/advanced_llama3_1_3b_grpo_lora", "first 30%", "L1.reward-component-divergence",
+     "sits at its floor 0"),
+])
+def test_a_format_learned_before_any_answer_is_right_is_not_judged(stress, run, cut, rule, said):
+    diag = stabdiag.diagnose(stress.variant(stabdiag.load(str(HEALTHY / run))[0], cut))
+    assert rule not in {f.rule for f in diag.findings}
+    reason = next(u for u in diag.unknown if u.rule == rule).describe()
+    assert said in reason and "too noisy to tell" in reason
+
+
+@real
+def test_a_kl_loss_climbing_from_zero_is_no_spike_read_at_30_percent(stress):
+    # Mistral-7B GRPO: the loss (beta * KL, printed to 4 decimals) climbs from 0.0000 to 0.003 by step 75
+    run = stress.variant(stabdiag.load(str(HEALTHY / "unsloth_notebooks/mistral_v0_3_7b_grpo"))[0], "first 30%")
+    diag = stabdiag.diagnose(run)
+    assert run.series["loss"].steps[-1] == 75
+    assert "L3.loss-spike" not in {f.rule for f in diag.findings} and diag.verdict != "fail"

@@ -301,20 +301,21 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
 
 
 def _pinned_at_floor(curve: Curve, values: np.ndarray) -> str | None:
-    """Why a check cannot be read over a window where `_PINNED_SHARE` of its `values` sit exactly at its
-    lowest value (a correctness reward of 0 on nearly every batch, an eval that solves nothing); None
-    otherwise.  Such a check can neither fall nor show a gain it never registered: flat there says the
-    task gives the policy nothing to be right about yet (a format learned first, the answers after,
-    as the Unsloth GRPO notebooks train), not that the reward left it behind.  A continuous check never
-    repeats its minimum exactly, so this reads only floors: a bound the check's values pile up on."""
+    """Why a check cannot be read over a window where `_PINNED_SHARE` of its `values` sit exactly at 0 or at
+    its lowest value (a correctness reward that pays 0 on nearly every batch, now and then a small penalty
+    below it; an eval that solves nothing); None otherwise.  Such a check can neither fall nor show a
+    gain it never registered: flat there says the task gives the policy nothing to be right about yet (a
+    format learned first, the answers after, as the Unsloth GRPO notebooks train), not that the reward
+    left it behind.  A continuous check never repeats a value exactly, so this reads only floors: a bound
+    or a nothing-paid value the check's points pile up on."""
     if not len(values):
         return None
-    floor = float(np.min(curve.values))
-    at_floor = int(np.count_nonzero(values == floor))
-    if at_floor < _PINNED_SHARE * len(values):
-        return None
-    return (f"{curve.signal} sits at its floor {floor:g} at {at_floor} of {len(values)} points: it registers no "
-            "success to follow or lose")
+    for floor in dict.fromkeys((0.0, float(np.min(curve.values)))):
+        at_floor = int(np.count_nonzero(values == floor))
+        if at_floor >= _PINNED_SHARE * len(values):
+            return (f"{curve.signal} sits at {floor:g} at {at_floor} of {len(values)} points: it registers no "
+                    "success to follow or lose")
+    return None
 
 
 def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, max_flat_gain_rel,

@@ -134,10 +134,20 @@ def ref_spike_vs_recent(values, reward=None, *, window_steps, min_ratio, min_jum
         return None
     episodes = spikes._recovered(v.values, np.flatnonzero(spike), recover, med + recover_sd * sd)
     cross_entropy_like = (med > 10.0 * sd) | (reward is None)
-    episodes = [(a, e, back) for a, e, back in episodes if cross_entropy_like[a] or not back]
-    if not episodes:
-        return None
-    return spikes._spike_evidence(v, episodes, med, "recent", recover, isolated_max_count, isolated_window_steps)
+    blew_up = ~np.isfinite(values.values)
+    episodes = [(a, e, False if back is None and blew_up[values.steps > v.steps[e]].any() else back)
+                for a, e, back in episodes]
+    reported = [(a, e, back) for a, e, back in episodes if cross_entropy_like[a] or back is False]
+    if reported:
+        return spikes._spike_evidence(v, reported, med, "recent", recover, isolated_max_count,
+                                      isolated_window_steps)
+    pending = [a for a, _, back in episodes if back is None]
+    if pending:
+        i = pending[-1]
+        return spikes.NotJudged(f"{v.signal} {v.values[i]:.4g} at step {int(v.steps[i])}, "
+                                f"{len(v.values) - 1 - i} point(s) before the log ends: whether the run comes "
+                                "back from this burst is not known yet", undecided=True)
+    return None
 
 
 # ---- inputs ----

@@ -32,8 +32,9 @@ _MIN_LOCAL_POINTS = 5
 
 
 def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_under: np.ndarray,
-               stay_points: int = 3) -> list[tuple[int, int, bool]]:
-    """The spike episodes at `idx` as (first index, last index, whether the run came back).
+               stay_points: int = 3) -> list[tuple[int, int, bool | None]]:
+    """The spike episodes at `idx` as (first index, last index, whether the run came back: None when the
+    log ends too soon after it to tell).
 
     Consecutive spike points are one episode (a blow-up that lasts three steps is one event); one longer
     than `recover_points` is a level shift, not a spike.  The run came back from an episode when the
@@ -45,12 +46,12 @@ def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_un
     ends = np.concatenate([idx[breaks], idx[-1:]])
     k = int(recover_points)
 
-    def recovered(start: int, end: int) -> bool:
+    def recovered(start: int, end: int) -> bool | None:
         if end - start + 1 > k:
             return False                    # elevated for longer than a spike: a level shift
         after = values[end + 1:end + 1 + k]
         if len(after) < min(k, _MIN_RECOVER_POINTS_AT_END):
-            return False                    # the run ends (or breaks off) before it could come back
+            return None                     # the log ends (or breaks off) before the run could come back
         if float(st.median(after)) <= back_under[start]:
             return True
         under = values[end + 1:end + k + stay_points] <= back_under[start]    # only the points it reads
@@ -143,7 +144,8 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     also stand that far above the last few points is a climb from 0, not a spike (_drop_climbs_from_zero).
     At most `isolated_max_count` spike episodes the run comes back from (see _recovered), within any
     `isolated_window_steps`, are a warning.  In an RL run (a `reward` is logged) a loss whose level is
-    near 0 is a policy-gradient loss: bursts it comes back from are not reported at all.  Without a
+    near 0 is a policy-gradient loss: bursts it comes back from are not reported at all, and one in the
+    log's last point or two, which it may yet come back from, leaves the rule undecided.  Without a
     reward the loss is a cross-entropy, however low and noisy, and every spike counts."""
     v = values.finite()
     if len(v.values) <= 10:
@@ -160,10 +162,21 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     # "hovers at 0" = a level under 10 robust sds: a cross-entropy loss sits 20-100+ sds above 0, a
     # KL-dominated GRPO loss (0.002 +- 0.001) 2-3 sds
     cross_entropy_like = (med > 10.0 * sd) | (reward is None)
-    episodes = [(a, e, back) for a, e, back in episodes if cross_entropy_like[a] or not back]
-    if not episodes:
-        return None
-    return _spike_evidence(v, episodes, med, "recent", recover, isolated_max_count, isolated_window_steps)
+    # a burst the finite points end after did not come back where a NaN or Inf follows it: it blew up
+    nonfinite = values.steps[~np.isfinite(values.values)]
+    episodes = [(a, e, False if back is None and (nonfinite > v.steps[e]).any() else back) for a, e, back in episodes]
+    reported = [(a, e, back) for a, e, back in episodes if cross_entropy_like[a] or back is False]
+    if reported:
+        return _spike_evidence(v, reported, med, "recent", recover, isolated_max_count, isolated_window_steps)
+    # a burst of such a loss in the log's last points: whether the run comes back from it is not known
+    # yet (a live log read at 30% of a healthy Unsloth GRPO run ended one point after a 13x burst)
+    pending = [a for a, _, back in episodes if back is None]
+    if pending:
+        i = pending[-1]
+        return NotJudged(f"{v.signal} {v.values[i]:.4g} at step {int(v.steps[i])}, "
+                         f"{len(v.values) - 1 - i} point(s) before the log ends: whether the run comes back "
+                         "from this burst is not known yet", undecided=True)
+    return None
 
 
 def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_jump_sd, ema_span_steps, isolated_max_count,

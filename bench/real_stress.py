@@ -1,7 +1,9 @@
 """Published healthy runs, seen as a nightly gate or a live watch would see them: cut short, logged more
 sparsely, resumed at another step number.  A healthy run stays healthy under each.
 
-bench/score_real.py checks each run of ../shared/real_healthy once, as published.  A rule that sits just
+The runs: every run of ../shared/real_healthy, and the runs of ../shared/real_logs that
+tests/test_real_logs.py expects to pass (family "real_logs").  bench/score_real.py checks each once, as
+published.  A rule that sits just
 under its bar on one of those runs passes there and fails on the next run of the same kind; these
 variants of the same healthy curves show such margins without new data (and without tuning on the half
 of the set that is kept apart):
@@ -38,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 MIN_POINTS = 20
 OFFSET = 50_000
 CUTS = (30, 50, 75, 90)
@@ -130,6 +133,19 @@ def check_one(path: str) -> list[dict]:
     return out
 
 
+def healthy_runs(shared: Path) -> dict[str, Path]:
+    """family/run -> folder: every run of real_healthy, and the real_logs runs expected to pass."""
+    from score_real import expected_real_logs
+
+    base = shared / "real_healthy"
+    runs = {name: base / name for name in json.loads((base / "labels.json").read_text())} \
+        if (base / "labels.json").is_file() else {}
+    runs.update({f"real_logs/{name}": shared / "real_logs" / name
+                 for name, (verdicts, _) in expected_real_logs().items()
+                 if set(verdicts) == {"pass"} and (shared / "real_logs" / name).is_dir()})
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=REPO.parent / "shared")
@@ -138,16 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
 
-    base = args.shared / "real_healthy"
-    names = sorted(json.loads((base / "labels.json").read_text()))
+    paths = healthy_runs(args.shared)
     if args.only:
-        names = [n for n in names if any(n.startswith(p) for p in args.only)]
-    if not names:
+        paths = {n: p for n, p in paths.items() if any(n.startswith(x) for x in args.only)}
+    if not paths:
         print("error: no runs to check", file=sys.stderr)
         return 2
+    names = sorted(paths)
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = dict(zip(names, pool.map(check_one, [str(base / n) for n in names])))
+        results = dict(zip(names, pool.map(check_one, [str(paths[n]) for n in names])))
 
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for name, rows in results.items():

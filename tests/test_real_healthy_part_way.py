@@ -1,8 +1,8 @@
 """Published healthy runs read part-way, as `stabdiag watch` or a nightly gate sees a run still going: cut at
 30-90% of its steps, logged every 2nd or 3rd point, resumed at step 50,000, none is called `fail`.
 
-The runs are read from ../shared/real_healthy (skipped when that folder is absent), never copied here; the
-variants are bench/real_stress.py's."""
+The runs are read from ../shared/real_healthy and ../shared/real_logs (skipped when real_healthy is absent),
+never copied here; the runs and variants are bench/real_stress.py's."""
 
 from __future__ import annotations
 
@@ -31,20 +31,33 @@ def stress():
 
 @real
 def test_no_published_healthy_run_fails_part_way(stress):
-    failing = []
-    for name in sorted(json.loads((HEALTHY / "labels.json").read_text())):
-        failing += [f"{name} {row['variant']}: {' '.join(row['rules'])}"
-                    for row in stress.check_one(str(HEALTHY / name)) if row["verdict"] == "fail"]
+    runs = stress.healthy_runs(HEALTHY.parent)
+    assert len(runs) > len(json.loads((HEALTHY / "labels.json").read_text()))      # real_logs' too
+    failing = [f"{name} {row['variant']}: {' '.join(row['rules'])}"
+               for name, path in sorted(runs.items()) for row in stress.check_one(str(path))
+               if row["verdict"] == "fail"]
     assert failing == []
+
+
+@real
+def test_a_pg_loss_burst_in_the_last_point_read_live_is_not_yet_a_failure(stress):
+    # Unsloth Llama-3.2-3B GRPO read at 30%: a 13x burst one point before the log ends, after bursts of up
+    # to 130x that the run came back from
+    run = stress.variant(stabdiag.load(str(HEALTHY.parent / "real_logs/unsloth_trl_grpo_llama3.2_3b"))[0],
+                         "first 30%")
+    diag = stabdiag.diagnose(run)
+    assert diag.verdict != "fail"
+    reason = next(u for u in diag.unknown if u.rule == "L3.loss-spike").describe()
+    assert "point(s) before the log ends: whether the run comes back from this burst is not known yet" in reason
 
 
 @real
 @pytest.mark.parametrize("run, cut, rule, said", [
     # the format reward is learned while the correctness reward is 0 on 124 of 125 batches
     ("unsloth_notebooks/mistral_v0_3_7b_grpo", "first 50%", "L1.reward-component-divergence",
-     "sits at its floor 0"),
+     "sits at 0 at"),
     ("unsloth_notebooks/advanced_llama3_1_3b_grpo_lora", "first 30%", "L1.reward-component-divergence",
-     "sits at its floor 0"),
+     "sits at 0 at"),
 ])
 def test_a_format_learned_before_any_answer_is_right_is_not_judged(stress, run, cut, rule, said):
     diag = stabdiag.diagnose(stress.variant(stabdiag.load(str(HEALTHY / run))[0], cut))

@@ -163,8 +163,9 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     # KL-dominated GRPO loss (0.002 +- 0.001) 2-3 sds
     cross_entropy_like = (med > 10.0 * sd) | (reward is None)
     # a burst the finite points end after did not come back where a NaN or Inf follows it: it blew up
-    nonfinite = values.steps[~np.isfinite(values.values)]
-    episodes = [(a, e, False if back is None and (nonfinite > v.steps[e]).any() else back) for a, e, back in episodes]
+    blew_up_after = values.steps[~np.isfinite(values.values)]
+    episodes = [(a, e, False if back is None and (blew_up_after > v.steps[e]).any() else back)
+                for a, e, back in episodes]
     reported = [(a, e, back) for a, e, back in episodes if cross_entropy_like[a] or back is False]
     if reported:
         return _spike_evidence(v, reported, med, "recent", recover, isolated_max_count, isolated_window_steps)

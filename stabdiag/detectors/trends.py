@@ -31,7 +31,7 @@ _SURE_Z = 3.0            # a growth the length rule reads as sure (the divergenc
 _HELD_SHARE = 0.5        # a rise under the size bar is judged only if the run's end (edge_frac) keeps half of it
 _SMALL_SHARE = 0.3       # a rise under this share of a curve's range is small (the divergence rule's min_rise_share)
 
-_PINNED_SHARE = 0.8      # a check whose points sit at its floor this often registers no success to follow
+_PINNED_SHARE = 0.8      # a check whose points sit at 0 (or its lowest value) this often registers nothing to follow
 
 _CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
                           re.IGNORECASE)
@@ -353,7 +353,7 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
             continue
         base = max(abs(st.edge_level_by_steps(c.steps, c.values, edge_frac)), 1e-12)
         se = ev.window_change(c.steps, c.values, *window).se
-        jumped = ev.level_gain(c.values[(c.steps >= window[0]) & (c.steps <= window[1])])
+        jumped = ev.level_gain(inside)
         if change / base > max_flat_gain_rel and change > improve_se * se:
             return None
         if jumped.sure(improve_se) and jumped.estimate / base > max_flat_gain_rel:

@@ -54,8 +54,6 @@ def _densest(run) -> int:
 
 def _cut(run, share: float):
     """The run as seen when `share` of its step span had been logged: no ending known yet."""
-    from stabdiag.run import Run
-
     firsts = [s.steps[0] for s in run.series.values() if len(s)]
     lasts = [s.steps[-1] for s in run.series.values() if len(s)]
     cutoff = min(firsts) + share * (max(lasts) - min(firsts))
@@ -64,13 +62,10 @@ def _cut(run, share: float):
         keep = s.steps <= cutoff
         if keep.any():
             series[key] = _subset(s, keep)
-    meta = {k: v for k, v in run.meta.items() if k != "ending"}
-    return Run(run.name, series, run.sources, meta, run.notes, run.warnings)
+    return replace(run, series=series, meta={k: v for k, v in run.meta.items() if k != "ending"})
 
 
 def _thin(run, k: int):
-    from stabdiag.run import Run
-
     dense = _densest(run)
     series = {}
     for key, s in run.series.items():
@@ -78,12 +73,10 @@ def _thin(run, k: int):
             idx = np.arange(len(s))
             s = _subset(s, (idx % k == k - 1) | (idx == len(s) - 1))
         series[key] = s
-    return Run(run.name, series, run.sources, dict(run.meta), run.notes, run.warnings)
+    return replace(run, series=series)
 
 
 def _shift(run, offset: int):
-    from stabdiag.run import Run
-
     series = {k: replace(s, steps=s.steps + offset, superseded_steps=s.superseded_steps + offset)
               for k, s in run.series.items()}
     meta = dict(run.meta)
@@ -91,7 +84,7 @@ def _shift(run, offset: int):
     if ending is not None:
         meta["ending"] = replace(ending, step=None if ending.step is None else ending.step + offset,
                                  planned=None if ending.planned is None else ending.planned + offset)
-    return Run(run.name, series, run.sources, meta, run.notes, run.warnings)
+    return replace(run, series=series, meta=meta)
 
 
 def _subset(s, keep: np.ndarray):

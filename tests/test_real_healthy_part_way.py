@@ -6,7 +6,6 @@ never copied here; the runs and variants are bench/real_stress.py's."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -15,22 +14,15 @@ import pytest
 
 import stabdiag
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import real_stress as stress  # noqa: E402
+
 HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy"
 real = pytest.mark.skipif(not (HEALTHY / "labels.json").is_file(), reason="shared/real_healthy not present")
 
 
-@pytest.fixture(scope="module")
-def stress():
-    spec = importlib.util.spec_from_file_location("bench_real_stress", BENCH / "real_stress.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @real
-def test_no_published_healthy_run_fails_part_way(stress):
+def test_no_published_healthy_run_fails_part_way():
     runs = stress.healthy_runs(HEALTHY.parent)
     assert len(runs) > len(json.loads((HEALTHY / "labels.json").read_text()))      # real_logs' too
     failing = [f"{name} {row['variant']}: {' '.join(row['rules'])}"
@@ -40,7 +32,7 @@ def test_no_published_healthy_run_fails_part_way(stress):
 
 
 @real
-def test_a_pg_loss_burst_in_the_last_point_read_live_is_not_yet_a_failure(stress):
+def test_a_pg_loss_burst_in_the_last_point_read_live_is_not_yet_a_failure():
     # Unsloth Llama-3.2-3B GRPO read at 30%: a 13x burst one point before the log ends, after bursts of up
     # to 130x that the run came back from
     run = stress.variant(stabdiag.load(str(HEALTHY.parent / "real_logs/unsloth_trl_grpo_llama3.2_3b"))[0],
@@ -59,7 +51,7 @@ def test_a_pg_loss_burst_in_the_last_point_read_live_is_not_yet_a_failure(stress
     ("unsloth_notebooks/advanced_llama3_1_3b_grpo_lora", "first 30%", "L1.reward-component-divergence",
      "sits at 0 at"),
 ])
-def test_a_format_learned_before_any_answer_is_right_is_not_judged(stress, run, cut, rule, said):
+def test_a_format_learned_before_any_answer_is_right_is_not_judged(run, cut, rule, said):
     diag = stabdiag.diagnose(stress.variant(stabdiag.load(str(HEALTHY / run))[0], cut))
     assert rule not in {f.rule for f in diag.findings}
     reason = next(u for u in diag.unknown if u.rule == rule).describe()
@@ -67,7 +59,7 @@ def test_a_format_learned_before_any_answer_is_right_is_not_judged(stress, run, 
 
 
 @real
-def test_a_kl_loss_climbing_from_zero_is_no_spike_read_at_30_percent(stress):
+def test_a_kl_loss_climbing_from_zero_is_no_spike_read_at_30_percent():
     # Mistral-7B GRPO: the loss (beta * KL, printed to 4 decimals) climbs from 0.0000 to 0.003 by step 75
     run = stress.variant(stabdiag.load(str(HEALTHY / "unsloth_notebooks/mistral_v0_3_7b_grpo"))[0], "first 30%")
     diag = stabdiag.diagnose(run)

@@ -15,6 +15,8 @@ run with 30 metrics (bench/check_speed.py).
     python bench/score.py --out DIR --reuse    # score the corpora already in DIR
     python bench/score.py --scale 0.3          # smaller corpora (every family at least once)
     python bench/score.py -v                   # list every run that misses its label
+    python bench/score.py --part heldout --heldout-seed 7   # a fresh draw of the held-out families (a
+                                               # development draw to work on; the frozen draw stays unseen)
 
 Targets.  Tuning (issue 6): root layer right on >= 97% of failing runs; false `fail` on <= 1% of quiet
 runs and on none of the healthy samples; precursor flagged >= 20 steps before the first NaN in >= 80% of
@@ -355,7 +357,7 @@ def build_part(part: str, out: Path, args) -> list[dict]:
         return json.loads((out / "labels.json").read_text())
     if part == "tuning":
         return [lab.__dict__ for lab in scenarios.build(out, seed=args.seed, scale=args.scale)]
-    return [lab.__dict__ for lab in heldout.build(out, scale=args.scale)]
+    return [lab.__dict__ for lab in heldout.build(out, scale=args.scale, seed=args.heldout_seed)]
 
 
 def main(argv=None) -> int:
@@ -363,6 +365,8 @@ def main(argv=None) -> int:
     ap.add_argument("--part", choices=("tuning", "heldout", "both"), default="both")
     ap.add_argument("--out", help="keep the corpora here, one folder per part (default: a temporary directory)")
     ap.add_argument("--seed", type=int, default=scenarios.SEED, help="seed of the tuning part (held-out is frozen)")
+    ap.add_argument("--heldout-seed", type=int, default=heldout.SEED,
+                    help="draw the held-out families with another seed: a development draw, not the frozen part")
     ap.add_argument("--scale", type=float, default=1.0, help="corpus size factor")
     ap.add_argument("--reuse", action="store_true", help="score the corpora already in --out")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every run off its label")
@@ -386,6 +390,8 @@ def main(argv=None) -> int:
         t2 = time.perf_counter()
         title = {"tuning": "TUNING part (bench/scenarios.py: the thresholds were set here)",
                  "heldout": "HELD-OUT part (bench/heldout.py: frozen, never tuned on)"}[part]
+        if part == "heldout" and args.heldout_seed != heldout.SEED:
+            title = f"DEVELOPMENT draw of the held-out families (bench/heldout.py, seed {args.heldout_seed}: not the frozen part)"
         print(f"\n{'=' * 100}\n{title}\n{'=' * 100}")
         print(f"built in {t1 - t0:.1f} s; `stabdiag check --format json` over it took {t2 - t1:.1f} s")
         summary, lines = score(labels, results, args.verbose, part)

@@ -12,28 +12,47 @@ from .. import _stats as st
 from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 
-def level_above(values: Curve, loss: Curve | None = None, *, warn_above, fail_above, min_stretch_steps,
-                catastrophic_above, min_coef: float = 0.0) -> Evidence | NotJudged | None:
+def level_above(values: Curve, loss: Curve | None = None, coef: Curve | None = None, *, warn_above, fail_above,
+                min_stretch_steps, catastrophic_above, min_coef: float = 0.0) -> Evidence | NotJudged | None:
     """The curve's running median stays above a threshold for a stretch: above `fail_above` fails,
     between `warn_above` and `fail_above` warns.  One point above `catastrophic_above` fails alone.
 
     For a KL read beside the run's total loss (`loss`): where the loss is the KL times a coefficient (a
     GRPO loss is beta x KL plus a policy-gradient term that averages ~0, TRL GRPOTrainer), the coefficient
     is the loss / KL ratio; under `min_coef` the run lets KL grow by design (Unsloth's notebooks: 0.001),
-    so its level is a setting, not a symptom: not judged, with the coefficient said."""
+    so its level is a setting, not a symptom: not judged, with the coefficient said.  A coefficient the run
+    logs (`coef`: verl's actor/kl_coef) is read as it is and outranks the ratio, which a policy-gradient
+    loss that merely rises with the KL (verl's actor/pg_loss leaves the KL term out) would fake."""
     v = values.finite()
-    coef = implied_coefficient(v, loss) if min_coef > 0 else None
-    if coef is not None and coef < min_coef:
-        return NotJudged(f"{loss.key} tracks {v.key} x {coef:.2g}: a KL coefficient under {min_coef:g} lets KL "
-                         "grow by design, so its level is not judged")
+    if min_coef > 0:
+        logged = _logged_coefficient(coef)
+        if logged is not None:
+            if logged < min_coef:
+                return NotJudged(f"{coef.key} is {logged:.2g}: a KL coefficient under {min_coef:g} lets KL grow by "
+                                 "design, so its level is not judged")
+        else:
+            implied = implied_coefficient(v, loss)
+            if implied is not None and implied < min_coef:
+                return NotJudged(f"{loss.key} tracks {v.key} x {implied:.2g}: a KL coefficient under {min_coef:g} "
+                                 "lets KL grow by design, so its level is not judged")
     return _level(v, np.abs(v.values), warn_above, fail_above, min_stretch_steps, catastrophic_above)
+
+
+def _logged_coefficient(coef: Curve | None) -> float | None:
+    """The median of a logged KL coefficient (an adaptive one moves; its typical value is what held the
+    policy); None where the run logs none or only non-positive values (KL off)."""
+    if coef is None:
+        return None
+    c = coef.finite().values
+    c = c[c > 0]
+    return float(st.median(c)) if len(c) else None
 
 
 def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
     """loss / KL where the logged loss moves with the KL (Spearman correlation >= 0.9 over their shared
     steps, at least 10): the coefficient the loss applies to it; None where the loss does not track it
     (verl logs the policy-gradient loss apart from its kl_loss)."""
-    if loss is None:
+    if loss is None or _policy_term_only(loss.key):
         return None
     lo = loss.finite()
     # the steps both log (strictly increasing in each, so a binary search finds them)
@@ -58,6 +77,16 @@ def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
 
 
 _RANK_POINTS = 20_000
+
+# losses logged without the KL term, which the trainer adds to them after logging: their ratio to the KL
+# is no coefficient, however closely both rise with training (verl dp_actor: actor/pg_loss beside
+# actor/kl_loss; OpenRLHF ppo_actor: status["policy_loss"] = actor_loss before + kl_loss x kl_ctl; slime
+# train/pg_loss beside train/kl_loss; TRL PPO loss/policy_avg; DeepSpeed-Chat act_loss, KL in the reward)
+_POLICY_TERM_KEYS = frozenset({"actor/pg_loss", "policy_loss", "pg_loss", "loss/policy_avg", "act_loss"})
+
+
+def _policy_term_only(key: str) -> bool:
+    return key in _POLICY_TERM_KEYS or key.removeprefix("train/") in _POLICY_TERM_KEYS
 
 
 def log_ratio_off(values: Curve, *, warn_above, fail_above, min_stretch_steps,

@@ -391,7 +391,8 @@ def main(argv=None) -> int:
         title = {"tuning": "TUNING part (bench/scenarios.py: the thresholds were set here)",
                  "heldout": "HELD-OUT part (bench/heldout.py: frozen, never tuned on)"}[part]
         if part == "heldout" and args.heldout_seed != heldout.SEED:
-            title = f"DEVELOPMENT draw of the held-out families (bench/heldout.py, seed {args.heldout_seed}: not the frozen part)"
+            title = (f"DEVELOPMENT draw of the held-out families (bench/heldout.py, seed {args.heldout_seed}: "
+                     "not the frozen part)")
         print(f"\n{'=' * 100}\n{title}\n{'=' * 100}")
         print(f"built in {t1 - t0:.1f} s; `stabdiag check --format json` over it took {t2 - t1:.1f} s")
         summary, lines = score(labels, results, args.verbose, part)

@@ -50,8 +50,8 @@ def _logged_coefficient(coef: Curve | None) -> float | None:
 
 def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
     """loss / KL where the logged loss moves with the KL (Spearman correlation >= 0.9 over their shared
-    steps, at least 10): the coefficient the loss applies to it; None where the loss does not track it
-    (verl logs the policy-gradient loss apart from its kl_loss)."""
+    steps, at least 10): the coefficient the loss applies to it; None where the loss does not track it,
+    or is logged without its KL term (_POLICY_TERM_KEYS)."""
     if loss is None or _policy_term_only(loss.key):
         return None
     lo = loss.finite()
@@ -80,8 +80,9 @@ _RANK_POINTS = 20_000
 
 # losses logged without the KL term, which the trainer adds to them after logging: their ratio to the KL
 # is no coefficient, however closely both rise with training (verl dp_actor: actor/pg_loss beside
-# actor/kl_loss; OpenRLHF ppo_actor: status["policy_loss"] = actor_loss before + kl_loss x kl_ctl; slime
-# train/pg_loss beside train/kl_loss; TRL PPO loss/policy_avg; DeepSpeed-Chat act_loss, KL in the reward)
+# actor/kl_loss; OpenRLHF ppo_actor logs status["policy_loss"] = actor_loss, before it adds kl_loss x
+# kl_ctl; slime train/pg_loss beside train/kl_loss; TRL PPO loss/policy_avg; DeepSpeed-Chat act_loss,
+# whose KL is in the reward)
 _POLICY_TERM_KEYS = frozenset({"actor/pg_loss", "policy_loss", "pg_loss", "loss/policy_avg", "act_loss"})
 
 

@@ -68,7 +68,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     `min_covered_frac` of the rise or that sits at its floor (_pinned_at_floor: right on next to no
     batch, it registers nothing to follow).  Where the rising curve and the eval both lie on 0..1
     they are read in one unit: an eval that followed the rise would gain at least
-    `min_tracking_gain` of it (no more than that share of the room the eval has left), and an eval that
+    `min_tracking_gain` of it (no more than that share of the room the eval has left, and less for an eval
+    far harder or easier than the reward: _Following), and an eval that
     gained under `max_flat_share` of the rise and, `flat_se` standard errors higher, stays under that is
     flat first: though it cannot pin its gain to `max_flat_upper_rel` of its scale (a reward that tripled
     beside an eval noisy to +-15% of its level), and though its small gain is sure (+0.03 beside +0.43).
@@ -132,7 +133,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         return None             # small by the points and by the fit: judged, and clean
     # a reward on 0..1 and an eval on 0..1 are read in one unit: an eval that followed the rise gains at
     # least min_tracking_gain of it
-    following = _Following(rise, min_tracking_gain, max_flat_share, binomial_sd > 0) \
+    following = _Following(rise, min_tracking_gain, max_flat_share, binomial_sd > 0, start_level) \
         if not shared_units and ev.headroom(start_level, r.values) is not None else None
     # under the standardized size bar the rise may still be judged where it is a success rate: there an
     # eval on 0..1 is read in the reward's own unit (an accuracy beside an accuracy), and one that surely
@@ -216,18 +217,43 @@ class _Following(NamedTuple):
     granularity (a mean of n 0/1 completions, the unit of an accuracy eval), an eval too coarse to show
     that gain cannot be called flat; otherwise the shared unit is a guess (a reward on 0..0.1 is not an
     accuracy), and it only lets an eval that rules the gain out, gaining under `flat_share` of the rise,
-    be flat."""
+    be flat.
+
+    An eval far harder or easier than the training reward moves less for the same gain in skill: on a
+    logistic item-response curve (Rasch; LLM benchmark accuracies are logistic in a shared capability,
+    Ruan et al. 2024, "Observational Scaling Laws") the reward's rise is a skill gain of logit(top) -
+    logit(start), and an eval that shared it would move from its start e0 to sigmoid(logit(e0) + that
+    gain).  A reward up 0.19 -> 0.31 moves an AIME-like eval at 0.043 by +0.036, not +0.12.  The gain
+    expected of a following eval is the smaller of that and the rise (only a shrink: a hard training
+    set's small rise is no licence to expect more of an easier eval), and no more than the room the
+    eval has left."""
 
     rise: float
     follow_share: float
     flat_share: float
     success_rate: bool
+    reward_start: float     # the reward's level where the rise began, on 0..1
 
-    def on(self, scale: float, room: float) -> tuple[float, float]:
-        """The gains `follow_share` and `flat_share` of the rise (no more than those shares of `room`) as
-        fractions of the eval's scale."""
-        gain = min(self.rise, room) / scale
+    def on(self, scale: float, room: float, eval_start: float) -> tuple[float, float]:
+        """The gains `follow_share` and `flat_share` of the rise (no more than those shares of `room`, or
+        of the rise carried over to an eval that started at `eval_start`) as fractions of the eval's
+        scale."""
+        skill = _logit(self.reward_start + self.rise) - _logit(self.reward_start)
+        carried = _sigmoid(_logit(eval_start) + skill) - min(max(eval_start, _EDGE), 1.0 - _EDGE)
+        gain = min(self.rise, room, carried) / scale
         return self.follow_share * gain, self.flat_share * gain
+
+
+_EDGE = 0.01     # success rates are read off the bounds: a rate logged as 0 or 1 on a few batches still moves
+
+
+def _logit(p: float) -> float:
+    q = min(max(p, _EDGE), 1.0 - _EDGE)
+    return math.log(q / (1.0 - q))
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise: float,
@@ -273,7 +299,8 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
     moved = in_time >= in_time[0] + 0.1
     before_rise = int(np.argmax(moved)) if moved.any() else len(moved)
     jumped = ev.level_gain(values[order], head_points=before_rise)
-    follow_rel, flat_rel = following.on(scale, room) if following is not None and room is not None \
+    eval_start = float(st.median(values[order][:max(before_rise, 1)]))
+    follow_rel, flat_rel = following.on(scale, room, eval_start) if following is not None and room is not None \
         else (None, None)
     small = min(flat_rel, upper_rel) if flat_rel is not None else None
     if small is not None and rel < small and upper < follow_rel \

@@ -354,7 +354,8 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
     wobble is not an improvement) and, beside other evals, for their number (evidence.family_z: one of
     three flat evals clears 2 standard errors by chance 7% of the time), or when it rose that surely and
     that much from its first point to its later level; one at its floor (_pinned_at_floor) is not read.
-    A growth the data cannot confirm is "too noisy to tell", never a pass."""
+    Each eval is read from its last point at or before the growth's first step (_baseline_step).  A
+    growth the data cannot confirm is "too noisy to tell", never a pass."""
     g = growing.finite()
     if len(g.steps) < 10 or g.span < min_steps:
         return NotJudged(f"{g.signal} covers {g.span} steps in {len(g.steps)} points; growth is judged over "
@@ -371,15 +372,16 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
     improve_se = ev.family_z(min_gain_se, len(flat))      # one of several evals improving by chance
     for curve in flat:
         c = curve.finite()
-        change, points = _level_change(c, *window)
+        read = (_baseline_step(c.steps, window[0]), window[1])
+        change, points = _level_change(c, *read)
         if points < min_flat_points:
             continue
-        inside = c.values[(c.steps >= window[0]) & (c.steps <= window[1])]
+        inside = c.values[(c.steps >= read[0]) & (c.steps <= read[1])]
         if (why := _pinned_at_floor(c, inside)) is not None:
             pinned.append(why)
             continue
         base = max(abs(st.edge_level_by_steps(c.steps, c.values, edge_frac)), 1e-12)
-        se = ev.window_change(c.steps, c.values, *window).se
+        se = ev.window_change(c.steps, c.values, *read).se
         jumped = ev.level_gain(inside)
         if change / base > max_flat_gain_rel and change > improve_se * se:
             return None
@@ -397,6 +399,14 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
     return Evidence(onset, int(g.steps[-1]), {
         "signal": g.signal, "key": g.key, "level_start": start_level, "level_end": end_level,
         "growth": end_level / start_level, "eval_changes": changes, "evals": _eval_summary(changes)})
+
+
+def _baseline_step(steps: np.ndarray, start: float) -> float:
+    """Where an eval is read from for a window that begins at `start`: its last point at or before it,
+    as evidence.eval_improvement reads it (evals are sparse; verl's val_before_train scores step 0 while
+    the train metrics begin at step 1), or `start` where it has none."""
+    before = steps[steps <= start]
+    return float(before[-1]) if len(before) else start
 
 
 def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_frac, min_stretch_steps,

@@ -348,12 +348,14 @@ def _pinned_at_floor(curve: Curve, values: np.ndarray) -> str | None:
 def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, max_flat_gain_rel,
                       min_gain_se, edge_frac, min_steps, min_flat_points) -> Evidence | NotJudged | None:
     """`growing` ends at least `min_growth_ratio` x its start level, surely (its two-phase trend 3
-    autocorrelation-corrected standard errors clear of 0, detectors/evidence.py), while every `flat` curve
-    stays flat.  An eval improves when it gains more than `max_flat_gain_rel` of its own level *and* more
-    than `min_gain_se` standard errors of that gain, corrected for its autocorrelation (a noisy eval's
-    wobble is not an improvement) and, beside other evals, for their number (evidence.family_z: one of
-    three flat evals clears 2 standard errors by chance 7% of the time), or when it rose that surely and
-    that much from its first point to its later level; one at its floor (_pinned_at_floor) is not read.
+    autocorrelation-corrected standard errors clear of 0, detectors/evidence.py, or, where one bend fits
+    the growth badly, a staircase whose misfit reads as wander, every quartile of its last `edge_frac`
+    above those of its first: _edges_apart), while every `flat` curve stays flat.  An eval improves when
+    it gains more than `max_flat_gain_rel` of its own level *and* more than `min_gain_se` standard errors
+    of that gain, corrected for its autocorrelation (a noisy eval's wobble is not an improvement) and,
+    beside other evals, for their number (evidence.family_z: one of three flat evals clears 2 standard
+    errors by chance 7% of the time), or when it rose that surely and that much from its first point to
+    its later level; one at its floor (_pinned_at_floor) is not read.
     Each eval is read from its last point at or before the growth's first step (_baseline_step).  A
     growth the data cannot confirm is "too noisy to tell", never a pass."""
     g = growing.finite()
@@ -389,7 +391,7 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
             return None
         changes[c.signal] = change
     growth = ev.hinge_change(g.steps, g.values)
-    if changes and not growth.sure(_SURE_Z):
+    if changes and not growth.sure(_SURE_Z) and not _edges_apart(g, edge_frac):
         return NotJudged.too_noisy(f"{g.signal} {start_level:.3g} -> {end_level:.3g} "
                                    f"({end_level / start_level:.1f}x), its trend {growth.text()}")
     if not changes:
@@ -407,6 +409,17 @@ def _baseline_step(steps: np.ndarray, start: float) -> float:
     the train metrics begin at step 1), or `start` where it has none."""
     before = steps[steps <= start]
     return float(before[-1]) if len(before) else start
+
+
+def _edges_apart(curve: Curve, edge_frac: float, min_points: int = 5) -> bool:
+    """Every quartile apart: the lower quartile of the points in the last `edge_frac` of the step span
+    stands above the upper quartile of those in the first, each edge holding `min_points` or more."""
+    span = float(curve.steps[-1] - curve.steps[0])
+    head = curve.values[curve.steps <= curve.steps[0] + edge_frac * span]
+    tail = curve.values[curve.steps >= curve.steps[-1] - edge_frac * span]
+    if len(head) < min_points or len(tail) < min_points:
+        return False
+    return float(st.quantile(tail, 0.25)) > float(st.quantile(head, 0.75))
 
 
 def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_frac, min_stretch_steps,

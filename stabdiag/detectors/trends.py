@@ -355,7 +355,9 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
     of that gain, corrected for its autocorrelation (a noisy eval's wobble is not an improvement) and,
     beside other evals, for their number (evidence.family_z: one of three flat evals clears 2 standard
     errors by chance 7% of the time), or when it rose that surely and that much from its first point to
-    its later level; one at its floor (_pinned_at_floor) is not read.
+    its later level, or when it gained that much and its points rise by rank as surely (Mann-Kendall: an
+    eval that climbs in an S over 8 points fits no line, and its misfit read as wander); one at its floor
+    (_pinned_at_floor) is not read.
     Each eval is read from its last point at or before the growth's first step (_baseline_step).  A
     growth the data cannot confirm is "too noisy to tell", never a pass."""
     g = growing.finite()
@@ -378,7 +380,8 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         change, points = _level_change(c, *read)
         if points < min_flat_points:
             continue
-        inside = c.values[(c.steps >= read[0]) & (c.steps <= read[1])]
+        keep = (c.steps >= read[0]) & (c.steps <= read[1])
+        inside = c.values[keep]
         if (why := _pinned_at_floor(c, inside)) is not None:
             pinned.append(why)
             continue
@@ -389,9 +392,11 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
             return None
         if jumped.sure(improve_se) and jumped.estimate / base > max_flat_gain_rel:
             return None
+        if change / base > max_flat_gain_rel and ev.mann_kendall_z(inside) >= improve_se:
+            return None
         changes[c.signal] = change
     growth = ev.hinge_change(g.steps, g.values)
-    if changes and not growth.sure(_SURE_Z) and not _edges_apart(g, edge_frac):
+    if changes and not growth.sure(_SURE_Z) and not _edges_apart(g.steps, g.values, edge_frac):
         return NotJudged.too_noisy(f"{g.signal} {start_level:.3g} -> {end_level:.3g} "
                                    f"({end_level / start_level:.1f}x), its trend {growth.text()}")
     if not changes:
@@ -411,12 +416,12 @@ def _baseline_step(steps: np.ndarray, start: float) -> float:
     return float(before[-1]) if len(before) else start
 
 
-def _edges_apart(curve: Curve, edge_frac: float, min_points: int = 5) -> bool:
+def _edges_apart(steps: np.ndarray, values: np.ndarray, edge_frac: float, min_points: int = 5) -> bool:
     """Every quartile apart: the lower quartile of the points in the last `edge_frac` of the step span
     stands above the upper quartile of those in the first, each edge holding `min_points` or more."""
-    span = float(curve.steps[-1] - curve.steps[0])
-    head = curve.values[curve.steps <= curve.steps[0] + edge_frac * span]
-    tail = curve.values[curve.steps >= curve.steps[-1] - edge_frac * span]
+    span = float(steps[-1] - steps[0])
+    head = values[steps <= steps[0] + edge_frac * span]
+    tail = values[steps >= steps[-1] - edge_frac * span]
     if len(head) < min_points or len(tail) < min_points:
         return False
     return float(st.quantile(tail, 0.25)) > float(st.quantile(head, 0.75))

@@ -208,9 +208,11 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         lambda p: (f"the running median stays >= {p['min_ratio']:g}x the early level for >= "
                    f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run")),
     DetectorSpec("superseded_blowup", superseded_blowup, (
-        _p("min_ratio", 10.0, 1.5, 100, "a replaced write this many x the rerun's value is a blow-up"),),
+        _p("min_ratio", 10.0, 1.5, 100, "a replaced write this many x the rerun's value is a blow-up"),
+        _p("min_jump_sd", 5.0, 0, 100, "... if it also stands this many of the curve's robust point-to-point "
+                                       "sds above the rerun's value")),
         lambda p: (f"a write that a restart replaced was NaN/Inf or >= {p['min_ratio']:g}x the value the "
-                   f"rerun wrote at that step"),
+                   f"rerun wrote at that step and >= {p['min_jump_sd']:g} noise sds above it"),
         sees_nonfinite=True),
     DetectorSpec("ended_on_nonfinite", ended_on_nonfinite, (),
                  lambda p: "the console's last traceback (or guard) is a NaN/Inf failure", sees_nonfinite=True),

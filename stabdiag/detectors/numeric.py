@@ -120,9 +120,11 @@ def sustained_rise_over_early(values: Curve, reward: Curve | None = None, *, min
 
 
 def superseded_blowup(loss: Curve | None = None, grad_norm: Curve | None = None, *,
-                      min_ratio) -> Evidence | NotJudged | None:
+                      min_ratio, min_jump_sd) -> Evidence | NotJudged | None:
     """A resumed run's rolled-back segment blew up: a write that a restart replaced was NaN/Inf, or
-    `min_ratio` x the value the rerun wrote at that step.  The restart hid it; the cause is still there."""
+    `min_ratio` x the value the rerun wrote at that step and `min_jump_sd` of the curve's robust
+    point-to-point sds above it (an RL loss near 0 is 18x its rerun's value by batch noise alone).  The
+    restart hid it; the cause is still there."""
     present = [c for c in (loss, grad_norm) if c is not None]
     if not present:
         return NotJudged("needs loss or grad_norm")
@@ -134,7 +136,9 @@ def superseded_blowup(loss: Curve | None = None, grad_norm: Curve | None = None,
         sup_steps, sup = curve.superseded_steps, curve.superseded_values
         at = np.searchsorted(curve.steps, sup_steps).clip(0, len(curve.steps) - 1)
         kept = np.where(curve.steps[at] == sup_steps, curve.values[at], np.nan)
-        bad = ~np.isfinite(sup) | (np.isfinite(kept) & (kept > 0) & (sup >= min_ratio * np.abs(kept)))
+        noise = st.noise_sd(curve.finite().values)
+        bad = ~np.isfinite(sup) | (np.isfinite(kept) & (kept > 0) & (sup >= min_ratio * np.abs(kept))
+                                   & (sup - kept >= min_jump_sd * noise))
         if bad.any():
             i = int(np.argmax(bad))
             return Evidence(int(sup_steps[i]), int(sup_steps.max()), {

@@ -297,7 +297,7 @@ DETECTORS = {name: replace(spec, trend=True) if name in _TRENDS else spec for na
 _SPIKE = ("absorbed", "count", "key", "ratio", "signal", "value")
 _LEVEL = ("catastrophic", "key", "level", "off_pct", "peak", "points", "ratio", "signal", "threshold", "value")
 _RISE = ("eval_changes", "evals", "key", "level_peak", "level_start", "n_eff", "rise", "rise_high", "rise_low",
-         "rise_sd", "rise_share", "rise_z", "signal")
+         "rise_sd", "rise_share", "rise_z", "signal", "sure")
 _ENDING = ("message", "source", "step", "what", "planned")
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "collapse_below": ("first_step", "frac", "initial", "key", "level", "signal"),

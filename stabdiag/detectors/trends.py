@@ -48,7 +48,10 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     (the median of its points from where the smoothed curve first comes within 20% of its peak to where
     it last is).  It is sure when the least-squares trend over that window is `min_rise_z` standard errors
     clear of 0, the error corrected for autocorrelation and never under the binomial floor of a mean of
-    few 0/1 rewards, so evidence grows with the number of points (a per-point sd never shrinks).  It is
+    few 0/1 rewards, so evidence grows with the number of points (a per-point sd never shrinks), or, for
+    a rise that climbs and holds, which one bend fits badly (its misfit read as wander), when the points
+    of the run's last `edge_frac` lie above those of its first by ranks, `min_rise_z` sds surely
+    (_edges_shift_z; at least 10 points a side can reach 3).  It is
     large when it is `min_rise_share` of the range of the curve's fit (a reward that jumped early with its
     evals, learning, and then crept up a little more is a small share of it; a loophole is most of it) and
     `min_rise_sd` of its batch-to-batch sds (a standardized effect, not a test: it does not grow with data);
@@ -183,7 +186,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         # checks disagree, and the flat one alone does not show the reward left them behind
         return NotJudged.too_noisy(f"{said} while evals moved {_eval_summary(changes)}, but "
                                    + "; ".join(leaning))
-    if not trend.sure(min_rise_z) or rise_share < min_rise_share:
+    rank_z = _edges_shift_z(r.steps, r.values, edge_frac)
+    if not (trend.sure(min_rise_z) or rank_z >= min_rise_z) or rise_share < min_rise_share:
         # large by one reading, but not sure (or the points and the fit disagree): never a pass
         sureness = f", trend z {trend.z:.1f} after autocorrelation (needs {min_rise_z:g}, n_eff " \
             f"{trend.n_eff:.0f})" if math.isfinite(trend.se) else ""
@@ -195,6 +199,9 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     return Evidence(onset, int(r.steps[peak]), {
         "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": start_level + rise,
         "rise": rise, "rise_low": low, "rise_high": high_, "rise_z": trend.z, "n_eff": trend.n_eff,
+        "sure": f"95% interval {low:.2f}..{high_:.2f}, z {trend.z:.1f}" if trend.sure(min_rise_z) else
+        f"its last {edge_frac:.0%} above its first {edge_frac:.0%} by ranks, z {rank_z:.1f} (one bend: n_eff "
+        f"{trend.n_eff:.0f})",
         "rise_share": rise_share, "rise_sd": effect_sd, "eval_changes": changes, "evals": _eval_summary(changes)})
 
 
@@ -425,6 +432,14 @@ def _edges_apart(steps: np.ndarray, values: np.ndarray, edge_frac: float, min_po
     if len(head) < min_points or len(tail) < min_points:
         return False
     return float(st.quantile(tail, 0.25)) > float(st.quantile(head, 0.75))
+
+
+def _edges_shift_z(steps: np.ndarray, values: np.ndarray, edge_frac: float) -> float:
+    """How surely the points of the last `edge_frac` of the step span lie above those of the first, by
+    ranks (evidence.rank_shift_z)."""
+    span = float(steps[-1] - steps[0])
+    return ev.rank_shift_z(values[steps <= steps[0] + edge_frac * span],
+                           values[steps >= steps[-1] - edge_frac * span])
 
 
 def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_frac, min_stretch_steps,

@@ -50,8 +50,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     clear of 0, the error corrected for autocorrelation and never under the binomial floor of a mean of
     few 0/1 rewards, so evidence grows with the number of points (a per-point sd never shrinks), or, for
     a rise that climbs and holds, which one bend fits badly (its misfit read as wander), when the points
-    of the run's last `edge_frac` lie above those of its first by ranks, `min_rise_z` sds surely
-    (_edges_shift_z; at least 10 points a side can reach 3).  It is
+    of the run's last `edge_frac` (at least 10 points) lie above those of its first by ranks, `min_rise_z`
+    sds surely (_edges_shift_z).  It is
     large when it is `min_rise_share` of the range of the curve's fit (a reward that jumped early with its
     evals, learning, and then crept up a little more is a small share of it; a loophole is most of it) and
     `min_rise_sd` of its batch-to-batch sds (a standardized effect, not a test: it does not grow with data);
@@ -200,8 +200,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         "signal": r.signal, "key": r.key, "level_start": start_level, "level_peak": start_level + rise,
         "rise": rise, "rise_low": low, "rise_high": high_, "rise_z": trend.z, "n_eff": trend.n_eff,
         "sure": f"95% interval {low:.2f}..{high_:.2f}, z {trend.z:.1f}" if trend.sure(min_rise_z) else
-        f"its last {edge_frac:.0%} above its first {edge_frac:.0%} by ranks, z {rank_z:.1f} (one bend: n_eff "
-        f"{trend.n_eff:.0f})",
+        f"its end above its start by ranks, z {rank_z:.1f} (one bend: n_eff {trend.n_eff:.0f})",
         "rise_share": rise_share, "rise_sd": effect_sd, "eval_changes": changes, "evals": _eval_summary(changes)})
 
 
@@ -436,12 +435,20 @@ def _edges_apart(steps: np.ndarray, values: np.ndarray, edge_frac: float, min_po
     return float(st.quantile(tail, 0.25)) > float(st.quantile(head, 0.75))
 
 
-def _edges_shift_z(steps: np.ndarray, values: np.ndarray, edge_frac: float) -> float:
+def _edges_shift_z(steps: np.ndarray, values: np.ndarray, edge_frac: float, min_side: int = 10) -> float:
     """How surely the points of the last `edge_frac` of the step span lie above those of the first, by
-    ranks (evidence.rank_shift_z)."""
+    ranks (evidence.rank_shift_z), each edge holding at least `min_side` points while the two take no
+    more than half of them (10 a side is the least that can reach z 3: 60 logged points cut to 6 a side
+    could never confirm a rise this way)."""
     span = float(steps[-1] - steps[0])
-    return ev.rank_shift_z(values[steps <= steps[0] + edge_frac * span],
-                           values[steps >= steps[-1] - edge_frac * span])
+    head = steps <= steps[0] + edge_frac * span
+    tail = steps >= steps[-1] - edge_frac * span
+    side = min(min_side, len(steps) // 4)
+    if head.sum() < side:
+        head = np.arange(len(steps)) < side
+    if tail.sum() < side:
+        tail = np.arange(len(steps)) >= len(steps) - side
+    return ev.rank_shift_z(values[head], values[tail])
 
 
 def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_frac, min_stretch_steps,

@@ -103,14 +103,20 @@ def _median_in_place(a: np.ndarray) -> float:
     return (a[:upper].max() + a[upper]) / 2
 
 
+def edge_masks(steps: np.ndarray, frac: float) -> tuple[np.ndarray, np.ndarray]:
+    """The points in the first and in the last `frac` of the step span (by steps, not by count, so that
+    irregular logging does not tilt an edge toward the densely logged part)."""
+    span = float(steps[-1] - steps[0])
+    return steps <= steps[0] + frac * span, steps >= steps[-1] - frac * span
+
+
 def edge_level_by_steps(steps: np.ndarray, x: np.ndarray, frac: float, *, end: bool = False,
                         min_points: int = 3) -> float:
-    """Median of the points in the first (or last) `frac` of the step span (at least `min_points`),
-    so that irregular logging does not tilt the level toward the densely logged part."""
+    """Median of the points in the first (or last) `frac` of the step span (edge_masks; at least
+    `min_points`)."""
     if len(x) == 0:
         return float("nan")
-    span = float(steps[-1] - steps[0])
-    inside = steps >= steps[-1] - frac * span if end else steps <= steps[0] + frac * span
+    inside = edge_masks(steps, frac)[1 if end else 0]
     if inside.sum() < min_points:
         return float(median(x[-min_points:] if end else x[:min_points]))     # the first (last) few
     return float(median(x[inside]))

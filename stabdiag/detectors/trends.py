@@ -245,7 +245,8 @@ class _Following(NamedTuple):
         of the rise carried over to an eval that started at `eval_start`) as fractions of the eval's
         scale."""
         skill = _logit(self.reward_start + self.rise) - _logit(self.reward_start)
-        carried = _sigmoid(_logit(eval_start) + skill) - min(max(eval_start, _EDGE), 1.0 - _EDGE)
+        start = _logit(eval_start)
+        carried = _sigmoid(start + skill) - _sigmoid(start)
         gain = min(self.rise, room, carried) / scale
         return self.follow_share * gain, self.flat_share * gain
 
@@ -305,9 +306,9 @@ def _eval_against_rise(curve: Curve, shape: tuple[np.ndarray, np.ndarray], rise:
     moved = in_time >= in_time[0] + 0.1
     before_rise = int(np.argmax(moved)) if moved.any() else len(moved)
     jumped = ev.level_gain(values[order], head_points=before_rise)
-    eval_start = float(st.median(values[order][:max(before_rise, 1)]))
-    follow_rel, flat_rel = following.on(scale, room, eval_start) if following is not None and room is not None \
-        else (None, None)
+    # the eval's level where the rise began: its points before the reward had moved a tenth of it
+    follow_rel, flat_rel = following.on(scale, room, float(st.median(values[order][:max(before_rise, 1)]))) \
+        if following is not None and room is not None else (None, None)
     small = min(flat_rel, upper_rel) if flat_rel is not None else None
     if small is not None and rel < small and upper < follow_rel \
             and not (jumped.sure(se_count) and jumped.estimate / scale >= small):
@@ -427,9 +428,7 @@ def _edges_apart(steps: np.ndarray, values: np.ndarray, edge_frac: float, min_po
     stands above the upper quartile of those in the first, each edge holding `min_points` or more.  Weak
     on its own (two edges of 5 noise points part this way 10% of the time, of 10 points 1.7%), so it is
     read only beside a size bar that noise cannot reach: a level that doubled (growth_while_flat)."""
-    span = float(steps[-1] - steps[0])
-    head = values[steps <= steps[0] + edge_frac * span]
-    tail = values[steps >= steps[-1] - edge_frac * span]
+    head, tail = (values[edge] for edge in st.edge_masks(steps, edge_frac))
     if len(head) < min_points or len(tail) < min_points:
         return False
     return float(st.quantile(tail, 0.25)) > float(st.quantile(head, 0.75))
@@ -440,9 +439,7 @@ def _edges_shift_z(steps: np.ndarray, values: np.ndarray, edge_frac: float, min_
     ranks (evidence.rank_shift_z), each edge holding at least `min_side` points while the two take no
     more than half of them (10 a side is the least that can reach z 3: 60 logged points cut to 6 a side
     could never confirm a rise this way)."""
-    span = float(steps[-1] - steps[0])
-    head = steps <= steps[0] + edge_frac * span
-    tail = steps >= steps[-1] - edge_frac * span
+    head, tail = st.edge_masks(steps, edge_frac)
     side = min(min_side, len(steps) // 4)
     if head.sum() < side:
         head = np.arange(len(steps)) < side

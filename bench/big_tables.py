@@ -3,7 +3,7 @@
 
 Every figure comes from a fresh process, interpreter start-up included on both sides:
 
-  load      stabdiag.assemble.load(FILE): every point as float64 series (the loader alone)
+  load      stabdiag.read.assemble.load(FILE): every point as float64 series (the loader alone)
   check     `python -m stabdiag check FILE -f json` (load, detectors, report)
   baseline  Parquet: pyarrow.parquet.read_table(FILE); CSV: pandas.read_csv(FILE);
             JSONL: json.loads of every line (a plain `for line in file` loop)
@@ -44,7 +44,7 @@ def _report():
         fh.write(str(peak / 1024))
 atexit.register(_report)
 if task == "load":
-    from stabdiag.assemble import load
+    from stabdiag.read.assemble import load
     (run,) = load(path)
     print(sum(len(s) for s in run.series.values()))
 elif task == "check":

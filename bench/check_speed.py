@@ -57,7 +57,7 @@ def make_columns(steps_count: int = STEPS, metrics: int = METRICS):
 
 
 def make_run(steps_count: int = STEPS):
-    from stabdiag.run import Run, Series
+    from stabdiag.read.run import Run, Series
 
     steps, cols, ev, evals = make_columns(steps_count)
     series = {k: Series.from_points(k, steps, v) for k, v in cols.items()}
@@ -67,8 +67,8 @@ def make_run(steps_count: int = STEPS):
 
 def measure(repeats: int = REPEATS) -> float:
     """Best wall time of diagnose() over `repeats` tries (rules loaded once, as `check` does)."""
-    from stabdiag.engine import diagnose
-    from stabdiag.rules import load_rules
+    from stabdiag.judge.engine import diagnose
+    from stabdiag.judge.rules import load_rules
 
     run = make_run()
     assert len(run.series) == METRICS, len(run.series)

@@ -44,9 +44,9 @@ def main() -> None:
     from check_speed import make_run
 
     from stabdiag import _stats
-    from stabdiag import detectors as det
-    from stabdiag.engine import diagnose
-    from stabdiag.rules import load_rules
+    from stabdiag.judge import detectors as det
+    from stabdiag.judge.engine import diagnose
+    from stabdiag.judge.rules import load_rules
 
     run, rules = make_run(args.steps), load_rules()
     runs: list[dict] = []

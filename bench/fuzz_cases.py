@@ -153,7 +153,7 @@ def _steps_problem(runs) -> str | None:
 
 def run_case(case: Case, base: Path) -> dict:
     """Run one case through the command line; the classification of what came out."""
-    import stabdiag.assemble as assemble
+    import stabdiag.read.assemble as assemble
     from stabdiag.cli import app
 
     write_case(case, base)

@@ -119,7 +119,7 @@ def tfrecord_mutation(data: bytes, rng: random.Random) -> tuple[bytes, str]:
 # --- W&B transaction logs --------------------------------------------------------------------------
 
 def wandb_split(data: bytes) -> list[bytes] | None:
-    from stabdiag.loaders.wandb._records import iter_records
+    from stabdiag.read.formats.wandb._records import iter_records
 
     if len(data) < 7:
         return None

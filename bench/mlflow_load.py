@@ -7,7 +7,7 @@ mlflow.log_metrics writes them (every key of a step, then the next step; one tim
 The same points are written as a text file of `key value timestamp step` lines.  Then, in one process,
 after one warm-up read (imports and the OS page cache warm on both sides):
 
-  stabdiag    stabdiag.loaders.mlflow load_member: the run's head, every metric point (one query),
+  stabdiag    stabdiag.read.formats.mlflow load_member: the run's head, every metric point (one query),
               params and tags, as float64 series with wall times
   loop+split  with open(text) as f: for line in f: line.split()     (the floor of a text reader)
   fetchall    the reader's own query (the run's points in table order), fetched with the standard
@@ -90,7 +90,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(HERE, ".."))
-    from stabdiag.loaders import mlflow
+    from stabdiag.read.formats import mlflow
 
     with tempfile.TemporaryDirectory() as tmp:
         store, text = os.path.join(tmp, "mlflow.db"), os.path.join(tmp, "points.txt")

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stabdiag.guess import default_patterns, match_key
-from stabdiag.run import Run, Series
-from stabdiag.signals import COMPONENT_PREFIX, EVAL_PREFIX, default_alias_table, resolve
+from stabdiag.read.run import Run, Series
+from stabdiag.signals.guess import default_patterns, match_key
+from stabdiag.signals.resolve import COMPONENT_PREFIX, EVAL_PREFIX, default_alias_table, resolve
 
 NAMES = Path(__file__).resolve().parent / "metric_names.tsv"
 PRECISION_TARGET = 0.98

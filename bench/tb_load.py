@@ -3,7 +3,7 @@
 Writes a 100-tag x 20,000-step event file with tensorboard's own EventFileWriter, then reads it with
 each tool in a fresh process, so that each peak RSS is that tool's alone:
 
-  stabdiag          stabdiag.assemble.load(DIR): every point, both CRCs of every record verified
+  stabdiag          stabdiag.read.assemble.load(DIR): every point, both CRCs of every record verified
   bare              the floor of any reader: TFRecord framing, both masked CRC32Cs of each record
                     (google-crc32c), and Event.FromString of each payload; no values read out
   tbparse           SummaryReader(DIR).scalars
@@ -101,7 +101,7 @@ def _masked(crc: int) -> int:
 def measure(tool: str, logdir: str) -> dict:
     """Run in a child process: import, then time one load; points, sum of values, RSS."""
     if tool == "stabdiag":
-        from stabdiag.assemble import load
+        from stabdiag.read.assemble import load
     elif tool == "bare":
         import google_crc32c  # noqa: F401
         from tensorboard.compat.proto import event_pb2  # noqa: F401

@@ -258,8 +258,8 @@ def main() -> int:
         print(f"error: {healthy}: not found (the published logs are not beside the checkout)", file=sys.stderr)
         return 2
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from stabdiag.loaders import megatron_golden, text
-    from stabdiag.loaders.text import notebook
+    from stabdiag.read.formats import megatron_golden, text
+    from stabdiag.read.formats.text import notebook
 
     with tempfile.TemporaryDirectory() as tmp:
         golden = _largest(os.path.join(healthy, "megatron_golden", "*", "golden_values_*.json"))

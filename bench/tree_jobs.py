@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from stabdiag.config import usable_cores  # noqa: E402
+from stabdiag.judge.config import usable_cores  # noqa: E402
 
 STEPS = 200
 METRICS = ("reward", "kl", "entropy", "grad_norm", "loss", "response_length", "lr", "eval/acc", "clip_frac")

@@ -3,7 +3,7 @@
 Writes a 20,000-step x 100-key offline run with the wandb library itself (in a child process, offline,
 no network), then reads its `run-<id>.wandb` transaction log in a fresh process per try:
 
-  stabdiag  stabdiag.assemble.load(RUN_DIR): the user's path, every point as float64 series, plus
+  stabdiag  stabdiag.read.assemble.load(RUN_DIR): the user's path, every point as float64 series, plus
             config, summary and run facts
   bare      the floor any reader of this file pays: the 7-byte header, the 32 KiB blocks, records
             reassembled from their fragments (full/first/middle/last), each CRC-32 checked as the
@@ -167,7 +167,7 @@ def measure(tool: str, run_dir: str, log_path: str) -> dict:
     import pyarrow.compute  # noqa: F401
     from wandb.proto import wandb_internal_pb2  # noqa: F401
 
-    from stabdiag.assemble import load
+    from stabdiag.read.assemble import load
 
     rss_after_imports = peak_rss_mb()
     cpu0, start = _cpu(), time.perf_counter()

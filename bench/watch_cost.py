@@ -80,9 +80,9 @@ def _median_ms(samples: list[float]) -> float:
 def rejudge_cost(kind: str, points: int, new_points: int, repeats: int) -> dict:
     """Build a `points`-point run, follow it, then `repeats` times: append `new_points`, time poll, the
     run's assembly and diagnose."""
-    from stabdiag.engine import diagnose
-    from stabdiag.rules import load_rules
-    from stabdiag.watch.runs import Finder
+    from stabdiag.judge.engine import diagnose
+    from stabdiag.judge.rules import load_rules
+    from stabdiag.live.watch.runs import Finder
 
     rules = load_rules()
     steps_total, steps_new = points // len(KEYS), new_points // len(KEYS)
@@ -141,7 +141,7 @@ def callback_cost(history_steps: int, check_every: int, step_time_s: float, max_
     so that the checks' cost is real and nothing sleeps) and logs 10 metrics; run until `min_checks`
     checks and the waits after them.  Overhead: the real time spent in `log` (checks included) over the
     simulated training time plus it; cadence: the steps between checks."""
-    from stabdiag.integrations import Monitor
+    from stabdiag.live.integrations import Monitor
 
     simulated = [0.0]
     monitor = Monitor(check_every=check_every, max_overhead=max_overhead, stop_on=None,

@@ -20,17 +20,17 @@ from ._version import __version__
 from .errors import ConfigError, InputError, MissingExtraError, RuleError, StabdiagError
 
 if TYPE_CHECKING:
-    from .diagnosis import Diagnosis, Finding, LayerResult, Status, Unknown
-    from .rules import Rule, get_rule
-    from .run import Run, Series
+    from .judge.diagnosis import Diagnosis, Finding, LayerResult, Status, Unknown
+    from .judge.rules import Rule, get_rule
+    from .read.run import Run, Series
 
 __all__ = ["__version__", "load", "diagnose", "render", "get_rule", "list_rules", "Run", "Series",
            "Diagnosis", "Finding", "LayerResult", "Status", "Unknown", "Rule", "StabdiagError",
            "InputError", "RuleError", "ConfigError", "MissingExtraError"]
 
-_LAZY = {"Diagnosis": ".diagnosis", "Finding": ".diagnosis", "LayerResult": ".diagnosis", "Status": ".diagnosis",
-         "Unknown": ".diagnosis", "Rule": ".rules", "get_rule": ".rules", "load_rules": ".rules",
-         "Run": ".run", "Series": ".run"}
+_LAZY = {"Diagnosis": ".judge.diagnosis", "Finding": ".judge.diagnosis", "LayerResult": ".judge.diagnosis",
+         "Status": ".judge.diagnosis", "Unknown": ".judge.diagnosis", "Rule": ".judge.rules",
+         "get_rule": ".judge.rules", "load_rules": ".judge.rules", "Run": ".read.run", "Series": ".read.run"}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
@@ -44,7 +44,7 @@ def load(source, *, split_sources: bool = False, **options) -> list[Run]:
     A source may also be a pandas DataFrame (steps from a `step` column, else the index; `name=` names
     the run, `nan="missing"` reads NaN cells as not logged) or a run object of W&B's public API
     (`wandb.Api().run("entity/project/id")`), read at full resolution as its wandb:// URI is."""
-    from .frames import is_frame
+    from .read.frames import is_frame
 
     items = [source] if isinstance(source, (str, os.PathLike)) or not isinstance(source, Sequence) else source
     runs: list[Run] = []
@@ -52,7 +52,7 @@ def load(source, *, split_sources: bool = False, **options) -> list[Run]:
 
     def flush() -> None:
         if paths:
-            from .assemble import load as _load
+            from .read.assemble import load as _load
 
             runs.extend(_load(list(paths), split_sources=split_sources,
                               **{k: v for k, v in options.items() if k not in ("name", "nan")}))
@@ -60,13 +60,13 @@ def load(source, *, split_sources: bool = False, **options) -> list[Run]:
 
     for item in items:
         if is_frame(item):
-            from .frames import run_from_frame
+            from .read.frames import run_from_frame
 
             flush()
             runs.append(run_from_frame(item, name=options.get("name", "dataframe"),
                                        step_col=options.get("step_col"), nan=options.get("nan", "value")))
         elif not isinstance(item, (str, os.PathLike)) and _is_api_run(item):
-            from .loaders.wandb._online import load_api_run
+            from .read.formats.wandb._online import load_api_run
 
             flush()
             runs.append(load_api_run(item, **{k: v for k, v in options.items() if k in ("refresh", "step_col",
@@ -78,7 +78,7 @@ def load(source, *, split_sources: bool = False, **options) -> list[Run]:
 
 
 def _is_api_run(obj) -> bool:
-    from .loaders.wandb._online import is_api_run
+    from .read.formats.wandb._online import is_api_run
 
     return is_api_run(obj)
 
@@ -88,8 +88,8 @@ def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[st
              params: dict[str, dict[str, float]] | None = None, guess: bool = True) -> Diagnosis:
     """Walk the four layers top-down on one run; `params` overrides detector parameters per rule id;
     `guess=False` reads only `mapping` and the alias table (no signal guessed from a metric's name)."""
-    from .engine import diagnose as _diagnose
-    from .rules import load_rules
+    from .judge.engine import diagnose as _diagnose
+    from .judge.rules import load_rules
 
     return _diagnose(run, rules=load_rules(rules_dirs), mapping=mapping, select=select, ignore=ignore,
                      params=params, guess=guess)
@@ -97,7 +97,7 @@ def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[st
 
 def render(diagnoses: Diagnosis | list[Diagnosis], format: str = "terminal", **options) -> str:
     """Render one or more diagnoses: 'terminal', 'json', 'markdown', 'junit', 'github' or 'html'."""
-    from .diagnosis import Diagnosis
+    from .judge.diagnosis import Diagnosis
     from .report import render as _render
 
     if isinstance(diagnoses, Diagnosis):
@@ -107,6 +107,6 @@ def render(diagnoses: Diagnosis | list[Diagnosis], format: str = "terminal", **o
 
 def list_rules(rules_dirs: list[str] | None = None) -> tuple[Rule, ...]:
     """The shipped rules (plus any in extra directories), layer by layer."""
-    from .rules import load_rules
+    from .judge.rules import load_rules
 
     return load_rules(rules_dirs)

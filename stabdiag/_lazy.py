@@ -1,5 +1,5 @@
 """Names a package exports but imports only on first use (PEP 562), so that `import stabdiag` and
-`stabdiag --version` read no numpy, and stabdiag.integrations no transformers or lightning."""
+`stabdiag --version` read no numpy, and stabdiag.live.integrations no transformers or lightning."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """TOML reading with line numbers for error messages (tomllib on 3.11+, tomli before).
 
-The shipped checklist's files are kept parsed beside them in checklist/__pycache__ (marshal, keyed by
-the text's length and CRC, as Python keeps bytecode; where the folder is not writable every start parses
-again): tomllib is pure Python, and parsing the checklist was a tenth of a cold `stabdiag check`.  Files
-a user gives (rules_dir, stabdiag.toml) are always parsed.
+The shipped TOML files (the rules in judge/checklist/, the alias table and name patterns in signals/, the
+methods map in advise/) are kept parsed beside them in __pycache__ (marshal, keyed by the text's length and
+CRC, as Python keeps bytecode; where the folder is not writable every start parses again): tomllib is pure
+Python, and parsing them was a tenth of a cold `stabdiag check`.  Files a user gives (rules_dir,
+stabdiag.toml) are always parsed.
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ import os
 import sys
 import zlib
 from pathlib import Path
-
-# the shipped checklist, beside this file (a plain path: importlib.resources costs a start-up for nothing)
-CHECKLIST = Path(__file__).with_name("checklist")
 
 
 def _tomllib():
@@ -34,11 +32,12 @@ def __getattr__(name: str):
 
 
 def loads(text: str, shipped: str | None = None) -> dict:
-    """tomllib.loads; for `shipped`, the path of a file of the shipped checklist, through its cache."""
+    """tomllib.loads; for `shipped`, the path of a shipped TOML file, through the cache beside it."""
     if shipped is None:
         return _tomllib().loads(text)
     raw = text.encode("utf-8", "surrogatepass")
-    cached = CHECKLIST / "__pycache__" / f"{Path(shipped).stem}.{len(raw)}-{zlib.crc32(raw):08x}.toml.marshal"
+    where = Path(shipped)
+    cached = where.parent / "__pycache__" / f"{where.stem}.{len(raw)}-{zlib.crc32(raw):08x}.toml.marshal"
     try:
         data = marshal.loads(cached.read_bytes())
         if isinstance(data, dict):

@@ -229,7 +229,7 @@ def _main(version: Optional[bool] = typer.Option(None, "--version", callback=_ve
 
 def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str], progress: bool,
                refresh: bool, split_sources: bool = False):
-    from .assemble import load
+    from .read.assemble import load
 
     options = {"step_col": step_col, "progress": progress, "refresh": refresh}
     runs = load(paths, split_sources=split_sources, **options)
@@ -247,8 +247,8 @@ def _settings(paths: list[str], config: Optional[str], flags: dict, isolated: bo
     A config file inside the data is never read unless named with --config; each one is a warning.
     --isolated reads no config file at all.  A config file that changes a setting says so on stderr,
     in every format: one found above a downloaded data tree must not change a verdict unseen."""
-    from .config import configs_in_data, find_config, read_config, resolve_settings
-    from .signals import parse_mapping
+    from .judge.config import configs_in_data, find_config, read_config, resolve_settings
+    from .signals.resolve import parse_mapping
 
     if isolated and config:
         raise ConfigError("--isolated: reads no config file; it cannot be given with --config")
@@ -287,7 +287,7 @@ def _check_file_map(settings, run) -> None:
 
 def _diagnose_run(run, rules, settings, cost: dict | None = None):
     """One run diagnosed under the settings; `cost` carries --gpus / --gpu-hour-cost for the cost estimate."""
-    from .selection import diagnose_selected
+    from .judge.selection import diagnose_selected
 
     _check_file_map(settings, run)
     return diagnose_selected(run, rules, select=settings.select, ignore=settings.ignore, mapping=settings.map,
@@ -363,7 +363,7 @@ def _diagnose_one(job: _Job, run) -> tuple:
 
 def _check_one(job: _Job, run_files) -> _Outcome:
     """Load and diagnose one run; nothing is printed or raised, everything comes back in the outcome."""
-    from .assemble import load_run
+    from .read.assemble import load_run
 
     run, error, said = _caught(lambda: load_run(run_files, **job.load_options), job.debug)
     if run is None:
@@ -399,7 +399,7 @@ def _pool_context():
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["stabdiag.cli", "stabdiag.assemble", "stabdiag.engine",
+    context.set_forkserver_preload(["stabdiag.cli", "stabdiag.read.assemble", "stabdiag.judge.engine",
                                     "stabdiag.report.sparkline"])
     return context
 
@@ -407,7 +407,7 @@ def _pool_context():
 def _runs_progress(enabled: bool, total: int):
     """'checked 12/500 runs' on stderr while a pool works; like the loaders' bars it appears only after a
     second, so that small trees stay quiet."""
-    from .loaders._progress import ByteProgress
+    from .read.formats._progress import ByteProgress
 
     class RunsProgress(ByteProgress):
         def columns(self) -> tuple:
@@ -465,8 +465,8 @@ def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tupl
     order: per path, the Python warnings of loading and an `error:` line when nothing under it could be
     read (raised instead when nothing at all could be); the runs' `warning:` lines; a --with error; then
     run by run, the Python warnings of diagnosing and the first error."""
-    from .assemble import lost_runs
     from .errors import InputError
+    from .read.assemble import lost_runs
 
     registry: dict = {}            # one registry: a warning repeated by several runs is shown once
 
@@ -533,8 +533,8 @@ def _with_lost(outcome: _Outcome, lost: tuple[str, ...]) -> _Outcome:
 
 
 def _load_extra(with_files: list[str], options: dict):
-    from .assemble import load
-    from .run import merge_runs
+    from .read.assemble import load
+    from .read.run import merge_runs
 
     return merge_runs("with", load(with_files, **options))
 
@@ -547,8 +547,8 @@ def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int
                 split_sources: bool) -> tuple[list[_Outcome], list[tuple[str, str]]]:
     """Every run under `paths` checked with up to `jobs` worker processes, in order, and what was not
     read; what is said on stderr, and which error ends the check, are the same for any number of jobs."""
-    from .assemble import discover_tree
     from .errors import InputError
+    from .read.assemble import discover_tree
 
     found: list = []
     unread: list = []
@@ -583,7 +583,7 @@ def _write(path: str, text: str) -> None:
 
 def _refuse_to_overwrite(flag: str, output: Optional[str], inputs: list[str]) -> None:
     """The report or image must never replace an input: the logs being judged are read-only."""
-    from ._paths import overwritten_input
+    from .read._paths import overwritten_input
 
     victim = overwritten_input(output, [i for i in inputs if i]) if output else None
     if victim is not None:
@@ -679,10 +679,10 @@ def check(
 ) -> None:
     """Diagnose runs: which layer failed first, the evidence, what to check first."""
     def body() -> None:
-        from .config import parse_jobs
+        from .judge.config import parse_jobs
+        from .judge.selection import choose
         from .report import FORMATS, render
         from .report.outputs import WITH_TRENDS, plan
-        from .selection import choose
 
         fmt = _choice("--format", format or "terminal", FORMATS)
         last_pass = baseline == "last-pass"
@@ -709,7 +709,7 @@ def check(
                    cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug,
                    drawing={"width": width, "color": color, "shared": True} if terminal and verbose else None)
         if since or any(tags) or state or any("://" in str(p) for p in paths):
-            from . import nightly
+            from .advise import nightly
 
             selected, groups = nightly.expand(list(paths), nightly.filters(since, tags, state))
         else:                            # plain paths, nothing to select: nightly's regexes stay unread
@@ -722,7 +722,7 @@ def check(
         diagnoses = [outcome.diagnosis for outcome in checked]
         comparisons = []
         if baseline is not None:
-            from .baseline import compare
+            from .advise.baseline import compare
 
             if last_pass:
                 comparisons = [compare(before, d) for before, d in nightly.last_pass(diagnoses, groups)]
@@ -742,7 +742,7 @@ def check(
         if fmt == "junit":
             for c in comparisons:
                 _say(f"baseline: {c.summary}")
-        from .diagnosis import exit_code_of
+        from .judge.diagnosis import exit_code_of
 
         code = exit_code_of(diagnoses, settings.fail_on, allow_unknown=settings.allow_unknown)
         raise _Exit(0 if exit_zero else code)
@@ -775,9 +775,9 @@ def plot(
     def body() -> None:
         from pathlib import Path
 
-        from .plot import FORMATS, default_name
-        from .plot import plot as draw
         from .report._escape import visible
+        from .report.plot import FORMATS, default_name
+        from .report.plot import plot as draw
 
         suffix = Path(output).suffix.lstrip(".").lower() if output else ""
         if suffix and suffix not in FORMATS and not Path(output).is_dir():
@@ -823,7 +823,7 @@ def signals(
     """Show which of your metric keys feeds each canonical signal, what was guessed, and what stayed unmapped."""
     def body() -> None:
         from .report.signals import render_signals
-        from .signals import parse_mapping, resolve
+        from .signals.resolve import parse_mapping, resolve
 
         fmt = _choice("--format", format, ("text", "json"))
         user_map = parse_mapping(mapping)
@@ -841,7 +841,7 @@ def schema(which: str = typer.Argument("check", metavar="REPORT",
                                        help="check (the check --format json report) or signals.")) -> None:
     """Print the JSON Schema (draft 2020-12) of a JSON report; its version is the report's schema_version."""
     def body() -> None:
-        from .schema import SCHEMAS
+        from .report.schema import SCHEMAS
 
         print(json.dumps(SCHEMAS[_choice("schema", which, tuple(SCHEMAS))](), indent=2))
 
@@ -865,7 +865,7 @@ def watch(
 ) -> None:
     """Follow runs while they train: judge them again as their logs grow, and say when a finding appears."""
     def body() -> None:
-        from .watch.watcher import Watcher, settings_from_flags
+        from .live.watch.watcher import Watcher, settings_from_flags
 
         settings, rules = _settings(paths, None, {"select": select, "ignore": ignore, "map": mapping})
         raise _Exit(Watcher(paths, settings_from_flags(settings, rules, interval=interval, format=format,
@@ -880,7 +880,7 @@ def rules_list(format: str = typer.Option("text", "--format", "-f", help="text o
                rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files.")) -> None:
     """One row per rule: id, layer, severity, status, title."""
     def body() -> None:
-        from .rules import load_rules
+        from .judge.rules import load_rules
 
         fmt = _choice("--format", format, ("text", "json"))
         rules = load_rules(rules_dir)
@@ -900,7 +900,7 @@ def rules_explain(rule_id: str = typer.Argument(..., help="Rule id (or alias), e
                   rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files.")) -> None:
     """What a rule checks, why it matters, what to check first, and an example."""
     def body() -> None:
-        from .rules import get_rule, load_rules
+        from .judge.rules import get_rule, load_rules
 
         fmt = _choice("--format", format, ("text", "json"))
         rule = get_rule(rule_id, load_rules(rules_dir))
@@ -919,8 +919,8 @@ def methods_list(ctx: typer.Context,
         return
 
     def body() -> None:
-        from .methods import methods_map
-        from .rules import LAYER_NAMES
+        from .advise.methods import methods_map
+        from .judge.rules import LAYER_NAMES
 
         fmt = _choice("--format", format, ("text", "json"))
         table = methods_map()
@@ -941,7 +941,7 @@ def methods_list(ctx: typer.Context,
 def methods_explain(name: str = typer.Argument(..., help="Method name, e.g. clip-higher.")) -> None:
     """What a method changes, the layer it acts on, how a run shows it is on, and the three questions."""
     def body() -> None:
-        from .methods import methods_map
+        from .advise.methods import methods_map
 
         table = methods_map()
         print(table.get(name).explain(table.questions, table.note))

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from stabdiag.ending import Ending
-from stabdiag.run import Run, Series
+from stabdiag.read.ending import Ending
+from stabdiag.read.run import Run, Series
 
 _SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 

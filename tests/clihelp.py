@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from stabdiag.assemble import load
 from stabdiag.cli import _app_for
+from stabdiag.read.assemble import load
 
 runner = CliRunner()
 

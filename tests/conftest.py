@@ -21,7 +21,7 @@ def _every_json_report_follows_the_schema():
     import stabdiag.cli
     import stabdiag.report.json
     import stabdiag.report.signals
-    from stabdiag.schema import validate
+    from stabdiag.report.schema import validate
 
     check_render = stabdiag.report.json.render
     signals_dict = stabdiag.report.signals.signals_dict

@@ -20,9 +20,9 @@ from tensorboard.compat.proto.summary_pb2 import Summary  # noqa: E402
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
-from stabdiag.assemble import discover, load  # noqa: E402
 from stabdiag.cli import app  # noqa: E402
 from stabdiag.errors import InputError  # noqa: E402
+from stabdiag.read.assemble import discover, load  # noqa: E402
 
 
 def loss_at(step: int) -> float:

@@ -1,7 +1,7 @@
 """A 30-run slice of the calibration corpus (bench/scenarios.py) as a regression test.
 
 The runs are generated into tmp_path in the formats users have (CSV, JSONL, Parquet, long CSV; TRL and
-verl names), loaded with stabdiag.assemble.load and diagnosed in-process.  Each must get its labelled
+verl names), loaded with stabdiag.read.assemble.load and diagnosed in-process.  Each must get its labelled
 root layer and fire its must-fire rules; healthy runs and near misses must not fail.  The full corpus
 and its figures are in `python bench/score.py`.
 """
@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import scenarios  # noqa: E402
 
-from stabdiag.assemble import load  # noqa: E402
-from stabdiag.engine import diagnose  # noqa: E402
+from stabdiag.judge.engine import diagnose  # noqa: E402
+from stabdiag.read.assemble import load  # noqa: E402
 
 SLICE = (
     # healthy: 50 steps, a resumed run with overlapping steps, long answers with improving evals,

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stabdiag.cli import app
-from stabdiag.config import find_config, read_config, resolve_settings
+from stabdiag.judge.config import find_config, read_config, resolve_settings
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 runner = CliRunner()
@@ -127,7 +127,7 @@ def test_map_from_file_and_flag_wins_per_signal(run_dir):
 
 
 def test_rules_dirs_are_relative_to_the_file(run_dir):
-    text = (resources.files("stabdiag") / "checklist" / "layer2_policy.toml").read_text(encoding="utf-8")
+    text = (resources.files("stabdiag") / "judge" / "checklist" / "layer2_policy.toml").read_text(encoding="utf-8")
     block = "[[rule]]" + text.split("[[rule]]")[1]
     block = block.replace('id       = "L2.policy-moving-fast"', 'id       = "L2.custom-copy"')
     extra = Path.cwd() / "ci_rules"

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stabdiag.cli import app
-from stabdiag.config import find_config
+from stabdiag.judge.config import find_config
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 runner = CliRunner()

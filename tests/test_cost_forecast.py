@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from stabdiag import _stats
-from stabdiag.assemble import load
-from stabdiag.cost import describe
-from stabdiag.engine import diagnose
-from stabdiag.run import Run, Series
+from stabdiag.advise.cost import describe
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import load
+from stabdiag.read.run import Run, Series
 from tests.casegen import make_run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "framework_runs"
@@ -82,7 +82,7 @@ def test_a_collapsing_run_gets_an_entropy_forecast_matching_its_trend():
 
 def test_a_finished_run_gets_no_forecast():
     run = collapsing()
-    from stabdiag.ending import Ending
+    from stabdiag.read.ending import Ending
 
     finished = Run(run.name, run.series, meta={"ending": Ending("finished", "done", "console.log", 200)})
     assert diagnose(finished).forecasts == ()

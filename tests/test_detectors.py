@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stabdiag import _stats
-from stabdiag.detectors import DETECTORS, Curve, NotJudged
+from stabdiag.judge.detectors import DETECTORS, Curve, NotJudged
 
 SEED_STEPS = np.arange(1, 401)
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag.assemble import load
-from stabdiag.console_ending import ending_of_console
-from stabdiag.ending import Ending, ending_of_wandb, pick
-from stabdiag.engine import diagnose
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import load
+from stabdiag.read.ending import Ending, ending_of_wandb, pick
+from stabdiag.read.ending.console import ending_of_console
 
 FIXTURES = Path(__file__).parent / "fixtures" / "framework_runs"
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from stabdiag.diagnosis import Status
-from stabdiag.engine import diagnose
+from stabdiag.judge.diagnosis import Status
+from stabdiag.judge.engine import diagnose
 from tests.casegen import make_run
 
 CALM = {

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabdiag.assemble import load
-from stabdiag.detectors import evidence as ev
-from stabdiag.engine import diagnose
-from stabdiag.run import Run, Series
+from stabdiag.judge.engine import diagnose
+from stabdiag.judge.stats import evidence as ev
+from stabdiag.read.assemble import load
+from stabdiag.read.run import Run, Series
 
 
 def ar1(rng, n, phi, sd=1.0):

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from stabdiag.cli import app
-from stabdiag.diagnosis import EXIT_FINDINGS, EXIT_NOT_JUDGED, exit_code_of
-from stabdiag.engine import diagnose
+from stabdiag.judge.diagnosis import EXIT_FINDINGS, EXIT_NOT_JUDGED, exit_code_of
+from stabdiag.judge.engine import diagnose
 from tests.casegen import make_run
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"

@@ -9,9 +9,9 @@ import math
 
 import numpy as np
 
-from stabdiag.diagnosis import Status
-from stabdiag.engine import diagnose
-from stabdiag.run import Run, Series
+from stabdiag.judge.diagnosis import Status
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.run import Run, Series
 from tests.casegen import make_run
 
 

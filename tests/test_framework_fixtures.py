@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from stabdiag import _toml
-from stabdiag.assemble import discover, load
 from stabdiag.cli import app
-from stabdiag.engine import diagnose
-from stabdiag.signals import resolve
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import discover, load
+from stabdiag.signals.resolve import resolve
 
 FIXTURES = Path(__file__).parent / "fixtures" / "framework_runs"
 EXPECTED = _toml.loads((FIXTURES / "EXPECTED.toml").read_text())

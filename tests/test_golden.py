@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag.assemble import discover, load
-from stabdiag.diagnosis import SCHEMA_VERSION, report_dict
-from stabdiag.engine import diagnose
+from stabdiag.judge.diagnosis import SCHEMA_VERSION, report_dict
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import discover, load
 from stabdiag.report import render
 
 ROOT = Path(__file__).resolve().parent.parent

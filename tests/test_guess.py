@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from stabdiag.assemble import load
 from stabdiag.cli import app
-from stabdiag.engine import diagnose
 from stabdiag.errors import RuleError
-from stabdiag.guess import canonical_words, guess_signals, match_key, parse_name_patterns, tokenize
+from stabdiag.judge.engine import diagnose
+from stabdiag.judge.rules import load_rules
+from stabdiag.read.assemble import load
+from stabdiag.read.run import Run, Series
 from stabdiag.report.signals import render_signals
-from stabdiag.rules import load_rules
-from stabdiag.run import Run, Series
-from stabdiag.signals import resolve
+from stabdiag.signals.guess import canonical_words, guess_signals, match_key, parse_name_patterns, tokenize
+from stabdiag.signals.resolve import resolve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import name_inference  # noqa: E402

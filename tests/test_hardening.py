@@ -18,9 +18,9 @@ import zlib
 import numpy as np
 import pytest
 
-from stabdiag.assemble import load
 from stabdiag.errors import InputError
-from stabdiag.run import STEP_MAX, Series, StepError, as_steps, exact_step
+from stabdiag.read.assemble import load
+from stabdiag.read.run import STEP_MAX, Series, StepError, as_steps, exact_step
 from tests.clihelp import assert_one_error, cli, one
 
 needs_wandb = pytest.mark.skipif(importlib.util.find_spec("wandb") is None, reason="wandb not installed")

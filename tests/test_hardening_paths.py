@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag.assemble import load
 from stabdiag.errors import InputError
+from stabdiag.read.assemble import load
 from tests.clihelp import assert_one_error, cli, one
 
 # --- what a path is: FIFOs, devices, unreadable files and folders ----------------------------------------
@@ -41,7 +41,7 @@ def test_a_fifo_beside_a_readable_log_is_a_warning(tmp_path):
 
 def _deny(monkeypatch, locked: Path) -> None:
     """Make `locked` (a file or a folder) unreadable the way a permission error shows (tests run as root)."""
-    import stabdiag._paths as paths
+    import stabdiag.read._paths as paths
 
     real_open, real_scandir = open, os.scandir
 
@@ -135,7 +135,7 @@ def test_output_refuses_to_overwrite_an_input(tmp_path):
 
 def test_cache_folders_are_0700_and_files_0600(tmp_path, monkeypatch):
     pytest.importorskip("pyarrow")
-    from stabdiag.loaders.wandb._cache import run_cache_dir, to_table, write_cache
+    from stabdiag.read.formats.wandb._cache import run_cache_dir, to_table, write_cache
 
     monkeypatch.setenv("STABDIAG_CACHE_DIR", str(tmp_path / "cache"))
     folder = run_cache_dir("ent", "proj", "run1")
@@ -149,8 +149,8 @@ def test_cache_folders_are_0700_and_files_0600(tmp_path, monkeypatch):
                                  "wandb://ent/proj/..", "wandb://ent/%2e%2e/run", "wandb://ent/p\\q/run",
                                  "https://wandb.ai/ent/../runs/abc"])
 def test_uri_parts_that_are_not_names_are_refused(uri):
-    from stabdiag.loaders.wandb._cache import run_cache_dir
-    from stabdiag.loaders.wandb._online import parse_uri
+    from stabdiag.read.formats.wandb._cache import run_cache_dir
+    from stabdiag.read.formats.wandb._online import parse_uri
 
     with pytest.raises(InputError, match="is not a W&B name"):
         parse_uri(uri)

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabdiag.assemble import load
-from stabdiag.diagnosis import Status
-from stabdiag.engine import diagnose
+from stabdiag.judge.diagnosis import Status
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import load
+from stabdiag.read.run import Run, Series
 from stabdiag.report.signals import render_signals
-from stabdiag.run import Run, Series
-from stabdiag.signals import resolve
+from stabdiag.signals.resolve import resolve
 from tests.casegen import make_run
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"

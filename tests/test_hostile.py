@@ -158,9 +158,9 @@ def test_the_baseline_comparison_shows_no_hostile_name_or_config_value_raw(tmp_p
 
 
 def test_the_comparison_block_of_the_api_is_escaped_too(tmp_path):
-    from stabdiag import assemble
-    from stabdiag.baseline import compare
-    from stabdiag.engine import diagnose
+    from stabdiag.advise.baseline import compare
+    from stabdiag.judge.engine import diagnose
+    from stabdiag.read import assemble
 
     before, after = (diagnose(assemble.load(str(jsonl_run(tmp_path / (side + BASELINE_NAME), steps=n)))[0])
                      for side, n in (("before", 120), ("after", 90)))
@@ -327,7 +327,7 @@ def test_a_glued_jsonl_line_in_the_middle_is_skipped_with_a_note_and_every_other
     lines[29] = lines[29][:15] + lines[30]                # killed mid-line at step 30, resumed at 31
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    from stabdiag.loaders import tabular
+    from stabdiag.read.formats import tabular
 
     run = tabular.load(str(path))
     assert run.series["loss"].steps.tolist() == [s for s in range(1, 61) if s != 30]
@@ -340,7 +340,7 @@ def test_a_csv_row_with_too_few_or_too_many_cells_is_refused_never_read_as_a_val
     rows[25] = "25,0.04,0.2526,0.27,0.01"                 # glued
     path = tmp_path / "m.csv"
     path.write_text("\n".join(rows) + "\n")
-    from stabdiag.loaders import tabular
+    from stabdiag.read.formats import tabular
 
     run = tabular.load(str(path))
     assert 20 not in run.series["loss"].steps.tolist() and 25 not in run.series["reward"].steps.tolist()
@@ -359,7 +359,7 @@ def test_a_file_of_mostly_malformed_lines_is_still_refused(tmp_path):
 # --- 4. cache identity -----------------------------------------------------------------------------
 
 def test_cache_folders_never_collide_and_a_file_of_another_run_is_not_served(tmp_path, monkeypatch):
-    from stabdiag.loaders.wandb import _cache
+    from stabdiag.read.formats.wandb import _cache
 
     monkeypatch.setenv("STABDIAG_CACHE_DIR", str(tmp_path))
     pairs = [(("e", "p", "a b"), ("e", "p", "a_b")), (("e", "p", "Run"), ("e", "p", "run")),
@@ -386,7 +386,7 @@ def test_add_scalar_and_add_scalars_of_one_name_stay_two_series_and_no_resume(tm
         writer.add_scalar("loss/train", 1.0, s)
         writer.add_scalars("loss", {"train": 2.0}, s)
     writer.close()
-    from stabdiag.assemble import load
+    from stabdiag.read.assemble import load
 
     (run,) = load([str(tmp_path / "run")])
     apart = [k for k in run.series if k.startswith("loss/train")]
@@ -417,7 +417,7 @@ def test_wandb_key_written_flat_and_nested_in_one_row_is_noted(tmp_path):
         records.append(rec.SerializeToString())
     path = tmp_path / "run-x.wandb"
     path.write_bytes(wandb_frame(records))
-    from stabdiag.loaders import wandb as wr
+    from stabdiag.read.formats import wandb as wr
 
     run = wr.load(str(path))
     reward = run.series["train/reward"]
@@ -426,7 +426,7 @@ def test_wandb_key_written_flat_and_nested_in_one_row_is_noted(tmp_path):
 
 
 def test_jsonl_key_written_flat_and_nested_in_one_line_is_noted_and_never_a_resume(tmp_path):
-    from stabdiag.loaders import tabular
+    from stabdiag.read.formats import tabular
 
     lines = []
     for s in range(1, 41):
@@ -581,7 +581,7 @@ def test_a_zeroed_block_in_the_middle_of_a_wandb_log_says_its_records_are_lost(t
     data[32768:65536] = bytes(32768)                      # one block zeroed (a disk or copy fault)
     path = tmp_path / "run-z.wandb"
     path.write_bytes(bytes(data))
-    from stabdiag.loaders import wandb as wr
+    from stabdiag.read.formats import wandb as wr
 
     run = wr.load(str(path))
     assert 0 < len(run.series["loss"]) < 3000
@@ -590,7 +590,7 @@ def test_a_zeroed_block_in_the_middle_of_a_wandb_log_says_its_records_are_lost(t
 
 def test_a_run_config_linked_out_of_the_run_folder_is_not_read(tmp_path):
     """A downloaded tree's config.yaml may be a link to anywhere on the machine: never read, said why."""
-    from stabdiag.runconfig import read_run_config
+    from stabdiag.read.runconfig import read_run_config
 
     outside = tmp_path / "elsewhere.yaml"
     outside.write_text("actor:\n  kl_loss_coef: 0.001\n")

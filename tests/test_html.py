@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import stabdiag
 from stabdiag.cli import app
-from stabdiag.engine import diagnose
+from stabdiag.judge.engine import diagnose
 from stabdiag.report import render
 from stabdiag.report.sparkline import with_trends
 

@@ -100,8 +100,8 @@ def test_version_and_import_load_no_numpy(tmp_path):
 # regexes and a console's ending, sqlite3 for MLflow, html.parser for notebooks), tomllib (the shipped
 # checklist comes from its cache, and a pyproject.toml with no [tool.stabdiag] is not parsed), rich's emoji
 # table.
-NOT_FOR_A_CSV = ("stabdiag.loaders.text", "stabdiag.loaders.trainer_state", "stabdiag.console_ending", "sqlite3",
-                 "html.parser", "tomllib", "rich._emoji_codes", "stabdiag.nightly")
+NOT_FOR_A_CSV = ("stabdiag.read.formats.text", "stabdiag.read.formats.trainer_state", "stabdiag.read.ending.console",
+                 "sqlite3", "html.parser", "tomllib", "rich._emoji_codes", "stabdiag.advise.nightly")
 
 
 def test_check_of_a_small_csv_reads_no_other_format_code(tmp_path):

@@ -75,11 +75,11 @@ class _FakeTime:
     (diagnose patched to advance the clock), so the governor is tested without timing anything."""
 
     def __init__(self, monkeypatch, step_s: float, cost_per_point_s: float) -> None:
-        import stabdiag.engine
+        import stabdiag.judge.engine
 
         self.now, self.step_s = 0.0, step_s
         self.checks: list[tuple[float, float, int]] = []          # (start, end, step) of each judgement
-        real = stabdiag.engine.diagnose
+        real = stabdiag.judge.engine.diagnose
 
         def timed_diagnose(run, **kwargs):
             start = self.now
@@ -87,7 +87,7 @@ class _FakeTime:
             self.checks.append((start, self.now, max(int(s.steps[-1]) for s in run.series.values())))
             return real(run, **kwargs)
 
-        monkeypatch.setattr(stabdiag.engine, "diagnose", timed_diagnose)
+        monkeypatch.setattr(stabdiag.judge.engine, "diagnose", timed_diagnose)
 
     def clock(self) -> float:
         return self.now
@@ -177,7 +177,7 @@ _RANK_SCRIPT = """
 import json, sys
 import torch.distributed as dist
 from stabdiag.integrations import Monitor
-from stabdiag.integrations.trainer_callback import rank_zero_decides
+from stabdiag.live.integrations.trainer_callback import rank_zero_decides
 
 rank, init, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)

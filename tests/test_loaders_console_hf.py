@@ -16,10 +16,10 @@ import pytest
 
 import stabdiag
 from stabdiag.errors import InputError
-from stabdiag.loaders import loader_for
-from stabdiag.loaders import text as textlog
-from stabdiag.loaders.text import hf_console
-from stabdiag.signals import resolve
+from stabdiag.read.formats import loader_for
+from stabdiag.read.formats import text as textlog
+from stabdiag.read.formats.text import hf_console
+from stabdiag.signals.resolve import resolve
 
 # transformers 5.24, default log level (no banner), logging_steps=2, eval_steps=5, 2 epochs of 10 steps
 HF5_CONSOLE = (

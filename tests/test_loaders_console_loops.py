@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import stabdiag
-from stabdiag.loaders import loader_for
-from stabdiag.loaders import text as textlog
-from stabdiag.loaders.text import loop
-from stabdiag.signals import resolve
+from stabdiag.read.formats import loader_for
+from stabdiag.read.formats import text as textlog
+from stabdiag.read.formats.text import loop
+from stabdiag.signals.resolve import resolve
 
 # "GRPO from scratch" notebook, its training cell's output: "Average Reward" is printed while a step
 # runs, before the step's line

@@ -19,8 +19,8 @@ import pytest
 
 import stabdiag
 from stabdiag.errors import InputError
-from stabdiag.loaders import loader_for
-from stabdiag.loaders import text as textlog
+from stabdiag.read.formats import loader_for
+from stabdiag.read.formats import text as textlog
 
 PIP_DRY_RUN = (
     'Looking in indexes: https://pypi.org/simple, file:///opt/pypi/simple, file:///opt/pypi-more/simple\n'

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabdiag import assemble
-from stabdiag.loaders import text as textlog
-from stabdiag.loaders.text import dschat
-from stabdiag.signals import resolve
+from stabdiag.read import assemble
+from stabdiag.read.formats import text as textlog
+from stabdiag.read.formats.text import dschat
+from stabdiag.signals.resolve import resolve
 
 HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy" / "dschat"
 real = pytest.mark.skipif(not HEALTHY.is_dir(), reason="shared/real_healthy not present")

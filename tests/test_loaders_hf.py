@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag import assemble, loaders
-from stabdiag.engine import diagnose
 from stabdiag.errors import InputError
-from stabdiag.loaders import trainer_state as hf_trainer_state
-from stabdiag.loaders.text import notebook
-from stabdiag.signals import resolve
+from stabdiag.judge.engine import diagnose
+from stabdiag.read import assemble
+from stabdiag.read import formats as loaders
+from stabdiag.read.formats import trainer_state as hf_trainer_state
+from stabdiag.read.formats.text import notebook
+from stabdiag.signals.resolve import resolve
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
 real = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs not present")

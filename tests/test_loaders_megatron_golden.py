@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag import assemble, loaders
-from stabdiag.engine import diagnose
 from stabdiag.errors import InputError
-from stabdiag.loaders import megatron_golden
-from stabdiag.signals import resolve
+from stabdiag.judge.engine import diagnose
+from stabdiag.read import assemble
+from stabdiag.read import formats as loaders
+from stabdiag.read.formats import megatron_golden
+from stabdiag.signals.resolve import resolve
 
 HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy" / "megatron_golden"
 real = pytest.mark.skipif(not HEALTHY.is_dir(), reason="shared/real_healthy not present")

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag.assemble import discover, load
-from stabdiag.engine import diagnose
-from stabdiag.loaders import mlflow as mlflow_loader
-from stabdiag.loaders import uri_loader
-from stabdiag.loaders.mlflow import _sqlite
-from stabdiag.loaders.mlflow._common import Selector
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import discover, load
+from stabdiag.read.formats import mlflow as mlflow_loader
+from stabdiag.read.formats import uri_loader
+from stabdiag.read.formats.mlflow import _sqlite
+from stabdiag.read.formats.mlflow._common import Selector
 from tests.clihelp import assert_one_error, cli
 
 STORES = Path(__file__).parent / "fixtures" / "mlflow"
@@ -153,7 +153,7 @@ def test_the_store_is_opened_read_only(tmp_path):
 
 
 def test_reading_the_stores_needs_no_mlflow():
-    code = ("import sys; from stabdiag.assemble import load; "
+    code = ("import sys; from stabdiag.read.assemble import load; "
             f"runs = load({str(STORES / 'mlflow.db')!r}) + load({str(STORES / 'mlruns')!r}); "
             "assert 'mlflow' not in sys.modules and len(runs) == 10")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -183,7 +183,7 @@ def test_a_tracking_server_is_read_through_the_mlflow_client(tmp_path, monkeypat
     # the client of a server, pointed at a copy of the SQLite store: the same runs and verdicts
     from mlflow.tracking import MlflowClient
 
-    from stabdiag.loaders.mlflow import _server
+    from stabdiag.read.formats.mlflow import _server
 
     copy = tmp_path / "mlflow.db"
     copy.write_bytes((STORES / "mlflow.db").read_bytes())

@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabdiag import assemble, loaders
-from stabdiag.engine import diagnose
-from stabdiag.loaders import text as textlog
-from stabdiag.loaders.text import nanogpt
-from stabdiag.signals import resolve
+from stabdiag.judge.engine import diagnose
+from stabdiag.read import assemble
+from stabdiag.read import formats as loaders
+from stabdiag.read.formats import text as textlog
+from stabdiag.read.formats.text import nanogpt
+from stabdiag.signals.resolve import resolve
 
 HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy"
 real = pytest.mark.skipif(not HEALTHY.is_dir(), reason="shared/real_healthy not present")

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag import assemble, loaders
 from stabdiag.errors import InputError
-from stabdiag.loaders.text import notebook
+from stabdiag.read import assemble
+from stabdiag.read import formats as loaders
+from stabdiag.read.formats.text import notebook
 
 HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy"
 real = pytest.mark.skipif(not HEALTHY.is_dir(), reason="shared/real_healthy not present")

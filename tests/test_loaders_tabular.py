@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from stabdiag.assemble import discover, load
 from stabdiag.errors import InputError
+from stabdiag.read.assemble import discover, load
 
 
 def one(path, **options):

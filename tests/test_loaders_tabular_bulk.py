@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stabdiag.errors import InputError
-from stabdiag.loaders import _csv, _csv_bulk, _jsonl, tabular
-from stabdiag.loaders._columns import Column, Table, lines_from
-from stabdiag.loaders._jsonl import _flat
+from stabdiag.read.formats import tabular
+from stabdiag.read.formats.tabular import _csv, _csv_bulk, _jsonl
+from stabdiag.read.formats.tabular._columns import Column, Table, lines_from
+from stabdiag.read.formats.tabular._jsonl import _flat
 
 pytest.importorskip("pyarrow")
 
@@ -175,7 +176,7 @@ def test_random_tables_read_the_same_both_ways(tmp_path_factory, monkeypatch, ce
 
 def by_record(path) -> tuple:
     """The table of a JSON Lines file built record by record, every column as cells (the meaning)."""
-    from stabdiag._textio import json_lines
+    from stabdiag.read._textio import json_lines
 
     rows, lines, collided = [], [], Counter()
     for lineno, obj in json_lines(str(path), notes := []):
@@ -341,7 +342,7 @@ def test_big_files_report_progress_up_to_their_size(tmp_path, monkeypatch, name,
 ])
 def test_reading_a_small_log_imports_neither_pyarrow_nor_pandas(tmp_path, name, text):
     (tmp_path / name).write_text(text)
-    code = ("import sys; from stabdiag.assemble import load; (run,) = load(sys.argv[1]); "
+    code = ("import sys; from stabdiag.read.assemble import load; (run,) = load(sys.argv[1]); "
             "print(len(run.series['loss']), *sorted(m for m in ('pyarrow', 'pandas') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / name)], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["200"]

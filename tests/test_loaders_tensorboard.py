@@ -23,12 +23,12 @@ from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata  # noq
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 from tensorboard.util import tensor_util  # noqa: E402
 
-from stabdiag.assemble import discover, load  # noqa: E402
 from stabdiag.errors import InputError, MissingExtraError  # noqa: E402
-from stabdiag.loaders import tensorboard as tb  # noqa: E402
-from stabdiag.loaders._progress import ByteProgress  # noqa: E402
-from stabdiag.loaders.tensorboard import _events as _tbevents  # noqa: E402
-from stabdiag.loaders.tensorboard import _tfrecord
+from stabdiag.read.assemble import discover, load  # noqa: E402
+from stabdiag.read.formats import tensorboard as tb  # noqa: E402
+from stabdiag.read.formats._progress import ByteProgress  # noqa: E402
+from stabdiag.read.formats.tensorboard import _events as _tbevents  # noqa: E402
+from stabdiag.read.formats.tensorboard import _tfrecord
 
 SCALARS_META = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
 
@@ -356,7 +356,7 @@ def test_progress_bar_appears_only_after_a_second():
 # ---- optional dependencies ----------------------------------------------------------------------
 
 def test_import_stabdiag_does_not_import_tensorboard():
-    code = ("import sys, stabdiag, stabdiag.loaders; "
+    code = ("import sys, stabdiag, stabdiag.read.formats; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorboard', 'google_crc32c')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabdiag import assemble, loaders
-from stabdiag.engine import diagnose
 from stabdiag.errors import InputError
-from stabdiag.loaders import text as textlog
-from stabdiag.loaders.text import hf_console
-from stabdiag.signals import resolve
+from stabdiag.judge.engine import diagnose
+from stabdiag.read import assemble
+from stabdiag.read import formats as loaders
+from stabdiag.read.formats import text as textlog
+from stabdiag.read.formats.text import hf_console
+from stabdiag.signals.resolve import resolve
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
 real = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs not present")

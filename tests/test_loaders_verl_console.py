@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag import assemble, loaders
-from stabdiag.loaders import text as textlog
+from stabdiag.read import assemble
+from stabdiag.read import formats as loaders
+from stabdiag.read.formats import text as textlog
 
 HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy"
 real = pytest.mark.skipif(not HEALTHY.is_dir(), reason="shared/real_healthy not present")

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from stabdiag.assemble import discover, load
 from stabdiag.errors import InputError, MissingExtraError
-from stabdiag.loaders import wandb as wr
+from stabdiag.read.assemble import discover, load
+from stabdiag.read.formats import wandb as wr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from fuzz_records import wandb_frame as frame  # noqa: E402  (a log framed as wandb frames it)
@@ -158,9 +158,9 @@ def test_step_col_option_picks_the_axis(runs):
 
 def test_item_path_and_chunked_flush_give_the_same_run(runs, monkeypatch):
     """The vectorized reading (chunked, with nested rows) equals wandb's classes item by item."""
-    from stabdiag.loaders.wandb import _batch as _wandb_batch
-    from stabdiag.loaders.wandb import _history as _wandb_history
-    from stabdiag.loaders.wandb import _log as _wandb_log
+    from stabdiag.read.formats.wandb import _batch as _wandb_batch
+    from stabdiag.read.formats.wandb import _history as _wandb_history
+    from stabdiag.read.formats.wandb import _log as _wandb_log
 
     fast = wr.load(str(runs["mixed_log"]))
     monkeypatch.setattr(_wandb_history.History, "chunk_items", 37)
@@ -211,7 +211,7 @@ def records(path: Path):
     """(offset, payload length, Record) of every record, framed by stabdiag's own reader."""
     from wandb.proto import wandb_internal_pb2 as pb
 
-    from stabdiag.loaders.wandb._records import iter_records
+    from stabdiag.read.formats.wandb._records import iter_records
 
     data = path.read_bytes()
     return [(off, len(p), pb.Record.FromString(p)) for off, p in iter_records(data, [])]
@@ -380,8 +380,8 @@ def summary(num: int, update: dict, remove: tuple = ()) -> bytes:
 def test_summary_skips_and_newline_keys_match_the_item_path(tmp_path, monkeypatch):
     """Repeated small summary records, one-part and nested summary items, a removal and a history
     key holding a newline read the same through the fast paths as item by item."""
-    from stabdiag.loaders.wandb import _history as _wandb_history
-    from stabdiag.loaders.wandb import _log as _wandb_log
+    from stabdiag.read.formats.wandb import _history as _wandb_history
+    from stabdiag.read.formats.wandb import _log as _wandb_log
 
     runtime = {("_wandb", "runtime"): 1, "_runtime": 1}
     records = [summary(1, {("gone", "x"): 5.0, ("old",): 1.0})]
@@ -518,7 +518,7 @@ def online_rows(n=100):
 def fake_api(monkeypatch, tmp_path):
     import wandb
 
-    from stabdiag.loaders.wandb import _online as _wandb_online
+    from stabdiag.read.formats.wandb import _online as _wandb_online
 
     state = {"run": FakeRun(online_rows()), "made": 0}
 
@@ -542,14 +542,14 @@ def fake_api(monkeypatch, tmp_path):
 @pytest.mark.parametrize("uri", ["wandb://ent/proj/r1", "wandb://ent/proj/runs/r1/",
                                  "https://wandb.ai/ent/proj/runs/r1", "https://wandb.ai/ent/proj/runs/r1?nw=x"])
 def test_uri_and_url_parsing(uri):
-    from stabdiag.loaders.wandb._online import parse_uri
+    from stabdiag.read.formats.wandb._online import parse_uri
 
     assert wr.handles_uri(uri)
     assert parse_uri(uri) == ("ent", "proj", "r1")
 
 
 def test_other_uris_are_not_claimed_and_bad_ones_are_located():
-    from stabdiag.loaders.wandb._online import parse_uri
+    from stabdiag.read.formats.wandb._online import parse_uri
 
     assert not wr.handles_uri("https://example.com/ent/proj/runs/r1")
     assert not wr.handles_uri("s3://bucket/run")
@@ -613,7 +613,7 @@ def test_no_login_is_one_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("STABDIAG_CACHE_DIR", str(tmp_path / "cache"))
-    from stabdiag.loaders.wandb import _online as _wandb_online
+    from stabdiag.read.formats.wandb import _online as _wandb_online
 
     assert _wandb_online._has_credentials() is False
     with pytest.raises(InputError, match="not logged in to W&B; run `wandb login`"):
@@ -672,8 +672,8 @@ def test_unwritable_cache_still_gives_the_run(fake_api, monkeypatch, tmp_path):
 def test_a_row_whose_own_step_is_out_of_range_is_counted_on_both_reading_paths(tmp_path, monkeypatch):
     """A history record without a `_step` item whose own step number is past 2**53 lands at step 0 with a
     note on the item-by-item path; the batch path put it there silently, over step 0's real value."""
-    from stabdiag.loaders.wandb import _history as _wandb_history
-    from stabdiag.loaders.wandb import _log as _wandb_log
+    from stabdiag.read.formats.wandb import _history as _wandb_history
+    from stabdiag.read.formats.wandb import _log as _wandb_log
 
     rows = [history(None, {"loss": 1.0 + s}, nested=False, step_num=s) for s in range(5)]
     rows.append(history(None, {"loss": 9.0}, nested=False, step_num=1 << 60))     # no _step, own step too big

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from stabdiag.runconfig import read_run_config
+from stabdiag.read.runconfig import read_run_config
 from tests.clihelp import cli
 
 _TRAIN = textwrap.dedent("""\

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from stabdiag.assemble import load
+from stabdiag.advise.cost import gpus_of
+from stabdiag.advise.methods import active_methods, methods_map
 from stabdiag.cli import app
-from stabdiag.cost import gpus_of
-from stabdiag.engine import diagnose
-from stabdiag.methods import active_methods, methods_map
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 FIXTURES = Path(__file__).parent / "fixtures" / "framework_runs"

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 import stabdiag
-from stabdiag import nightly
+from stabdiag.advise import nightly
 from stabdiag.cli import app
 from tests.test_loaders_wandb import FakeRun
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import stabdiag.assemble
+import stabdiag.read.assemble
 from stabdiag.cli import app
 from stabdiag.errors import ConfigError
 from stabdiag.report.outputs import format_of, plan
@@ -31,8 +31,8 @@ def test_the_extension_names_the_format_and_an_unnamed_one_takes_format_or_is_re
 
 def test_several_outputs_come_from_one_read(tmp_path, monkeypatch):
     reads = []
-    real = stabdiag.assemble.load_run
-    monkeypatch.setattr(stabdiag.assemble, "load_run",
+    real = stabdiag.read.assemble.load_run
+    monkeypatch.setattr(stabdiag.read.assemble, "load_run",
                         lambda files, **kw: reads.append(files.name) or real(files, **kw))
     targets = [tmp_path / name for name in ("r.json", "r.xml", "r.md", "r.txt")]
     result = runner.invoke(app, ["check", str(SAMPLES), "--jobs", "1", *[a for t in targets for a in ("-o", str(t))],

@@ -12,13 +12,13 @@ import pytest
 from typer.testing import CliRunner
 
 import stabdiag
-from stabdiag.assemble import discover
 from stabdiag.cli import app
-from stabdiag.engine import diagnose
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import discover
 
 pytest.importorskip("matplotlib")
 
-from stabdiag.plot import plot  # noqa: E402
+from stabdiag.report.plot import plot  # noqa: E402
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 RUNS = sorted(s.name for s in discover(SAMPLES))      # the sample runs (probe/ is not a metric log)

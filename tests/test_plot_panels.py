@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import stabdiag
-from stabdiag.engine import diagnose
-from stabdiag.plot import panel_layers, plot
+from stabdiag.judge.engine import diagnose
+from stabdiag.report.plot import panel_layers, plot
 
 ROOT = Path(__file__).resolve().parent.parent
 SFT = ROOT / "tests" / "fixtures" / "framework_runs" / "sft_diverging"

@@ -66,7 +66,7 @@ def test_sidecar_mode_needs_no_model(tmp_path, sidecar_file):
 
 
 def test_series_out_is_read_back_by_the_loader(tmp_path):
-    from stabdiag.assemble import load
+    from stabdiag.read.assemble import load
 
     rows = [_record(i, step=s, shift=0.01 * s) for s in (1, 2, 3) for i in range(2)]
     for r in rows:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from stabdiag.assemble import discover, load
 from stabdiag.cli import app
 from stabdiag.errors import InputError
+from stabdiag.read.assemble import discover, load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 PROBE = SAMPLES / "probe"

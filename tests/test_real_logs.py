@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag.assemble import load
-from stabdiag.engine import diagnose
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import load
 
 REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "real_logs"
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="shared/real_logs is not beside the checkout")

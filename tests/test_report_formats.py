@@ -13,13 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 import stabdiag
-from stabdiag.baseline import compare
+from stabdiag.advise.baseline import compare
 from stabdiag.cli import app
-from stabdiag.engine import diagnose
+from stabdiag.judge.engine import diagnose
+from stabdiag.judge.rules import load_rules
 from stabdiag.report import FORMATS, render
 from stabdiag.report.github import command, escape_data, escape_property
 from stabdiag.report.sparkline import BLOCKS, rebin, sparkline, with_trends
-from stabdiag.rules import load_rules
 from tests.casegen import make_run
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"

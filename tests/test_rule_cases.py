@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stabdiag import _toml
-from stabdiag.engine import diagnose
+from stabdiag.judge.engine import diagnose
 from tests.casegen import make_run
 
 CASES_DIR = Path(__file__).parent / "rule_cases"

@@ -9,7 +9,7 @@ import pytest
 
 from stabdiag import _toml
 from stabdiag.errors import RuleError
-from stabdiag.rules import get_rule, load_rules, parse_rule_file, select_rules
+from stabdiag.judge.rules import get_rule, load_rules, parse_rule_file, select_rules
 
 CASES_DIR = Path(__file__).parent / "rule_cases"
 RULES = load_rules()
@@ -130,8 +130,8 @@ def test_every_message_quotes_only_its_detectors_evidence_and_every_finding_retu
     """The declared evidence fields are the detectors' real ones: every finding of every rule case returns
     no field its detector does not declare (so a message checked at load time cannot quote a field that
     is not there)."""
-    from stabdiag.detectors import DETECTORS
-    from stabdiag.engine import diagnose
+    from stabdiag.judge.detectors import DETECTORS
+    from stabdiag.judge.engine import diagnose
     from tests.casegen import make_run
     engine_fields = {"onset", "onset_low", "onset_high", "change_step"}
     rules = {r.id: r for r in load_rules()}

@@ -10,9 +10,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stabdiag.engine import diagnose
-from stabdiag.rules import load_rules
-from stabdiag.run import Run, Series
+from stabdiag.judge.engine import diagnose
+from stabdiag.judge.rules import load_rules
+from stabdiag.read.run import Run, Series
 from tests.casegen import wandering_noise
 
 RULES = {r.id: r for r in load_rules()}

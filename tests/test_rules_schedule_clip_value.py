@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag.assemble import load
-from stabdiag.engine import diagnose
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import load
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 HEALTHY, REAL_LOGS = SHARED / "real_healthy", SHARED / "real_logs"

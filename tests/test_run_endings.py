@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag.assemble import load
-from stabdiag.console_ending import died_before_first_step, planned_of_console
-from stabdiag.ending import Ending, settle
-from stabdiag.engine import diagnose
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import load
+from stabdiag.read.ending import Ending, settle
+from stabdiag.read.ending.console import died_before_first_step, planned_of_console
 from tests.clihelp import cli
 
 REAL_HEALTHY = Path(__file__).resolve().parents[2] / "shared" / "real_healthy"

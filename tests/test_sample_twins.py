@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag.assemble import load
-from stabdiag.engine import diagnose
+from stabdiag.judge.engine import diagnose
+from stabdiag.read.assemble import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from stabdiag.cli import app
-from stabdiag.diagnosis import SCHEMA_VERSION
-from stabdiag.schema import SIGNALS_SCHEMA_VERSION, check_schema, validate
+from stabdiag.judge.diagnosis import SCHEMA_VERSION
+from stabdiag.report.schema import SIGNALS_SCHEMA_VERSION, check_schema, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"

@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from stabdiag.cli import app
-from stabdiag.config import resolve_settings
 from stabdiag.errors import ConfigError
-from stabdiag.rules import load_rules
-from stabdiag.selection import canonical, choose, split_selectors
+from stabdiag.judge.config import resolve_settings
+from stabdiag.judge.rules import load_rules
+from stabdiag.judge.selection import canonical, choose, split_selectors
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 BLOWUP = str(SAMPLES / "grpo_math_numeric_blowup")

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
+from stabdiag.read.run import Run, Series
 from stabdiag.report.signals import framework_line, render_signals, signals_dict
-from stabdiag.run import Run, Series
-from stabdiag.signals import default_alias_table, detect_framework, resolve
+from stabdiag.signals.resolve import default_alias_table, detect_framework, resolve
 
 
 def make_run(keys, steps=10, values=None, meta=None) -> Run:

@@ -18,8 +18,8 @@ from hypothesis import strategies as hst
 from numpy.lib.stride_tricks import sliding_window_view
 
 from stabdiag import _stats as st
-from stabdiag.detectors import spikes
-from stabdiag.detectors._base import Curve
+from stabdiag.judge.detectors import spikes
+from stabdiag.judge.detectors._base import Curve
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")   # Inf - Inf and all-NaN windows
 
@@ -463,8 +463,8 @@ def test_rolling_median_at_is_rolling_median_at_those_points(window):
 
 def test_the_kl_entropy_grid_of_a_long_log_is_the_full_running_median_interpolated():
     """policy._on_grid reads a log past 20,000 points at the points around its 201 grid steps only."""
-    from stabdiag.detectors import policy
-    from stabdiag.detectors._base import _smooth_window
+    from stabdiag.judge.detectors import policy
+    from stabdiag.judge.detectors._base import _smooth_window
     rng = np.random.default_rng(0)
     steps = np.arange(50_000) * 3 + 7
     curve = Curve("kl", "kl", steps, rng.normal(size=len(steps)).cumsum())

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from stabdiag.loaders.text._pairs import lines_text, series_by_shape, series_of_rows
+from stabdiag.read.formats.text._pairs import lines_text, series_by_shape, series_of_rows
 
 HEAD = r"step:(\d{1,18})[ \t]+-[ \t]+"
 

@@ -1,4 +1,4 @@
-"""The shipped checklist is kept parsed in checklist/__pycache__ (stabdiag/_toml.py): the same data as
+"""The shipped TOML files are kept parsed in __pycache__ beside them (stabdiag/_toml.py): the same data as
 tomllib, a stale or broken copy never used, and nothing a user gives ever cached."""
 
 from __future__ import annotations
@@ -9,40 +9,46 @@ from stabdiag import _toml
 
 
 @pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
+def shipped(tmp_path):
+    """Where a shipped file would lie (its copy goes into __pycache__ beside it)."""
     folder = tmp_path / "checklist"
     folder.mkdir()
-    monkeypatch.setattr(_toml, "CHECKLIST", folder)
-    return folder / "__pycache__"
+    return lambda name: str(folder / name)
 
 
-def test_a_shipped_file_parses_to_what_tomllib_reads_and_is_then_read_from_its_copy(cache_dir, monkeypatch):
-    text = (_toml.Path(__file__).parents[1] / "stabdiag" / "checklist" / "layer1_data_reward.toml").read_text()
-    first = _toml.loads(text, "layer1_data_reward.toml")
+@pytest.fixture
+def cache_dir(tmp_path):
+    return tmp_path / "checklist" / "__pycache__"
+
+
+def test_a_shipped_file_parses_to_what_tomllib_reads_and_is_then_read_from_its_copy(cache_dir, shipped, monkeypatch):
+    rules = _toml.Path(__file__).parents[1] / "stabdiag" / "judge" / "checklist"
+    text = (rules / "layer1_data_reward.toml").read_text()
+    first = _toml.loads(text, shipped("layer1_data_reward.toml"))
     tomllib = _toml._tomllib()
     assert first == tomllib.loads(text)
     [copy] = cache_dir.glob("layer1_data_reward.*.toml.marshal")
     monkeypatch.setattr(tomllib, "loads", lambda _: pytest.fail("parsed again"))
-    assert _toml.loads(text, "layer1_data_reward.toml") == first
+    assert _toml.loads(text, shipped("layer1_data_reward.toml")) == first
 
 
-def test_an_edited_file_is_parsed_again_and_its_old_copy_dropped(cache_dir):
-    assert _toml.loads('a = 1\n', "x.toml") == {"a": 1}
-    assert _toml.loads('a = 2\n', "x.toml") == {"a": 2}          # same length, another CRC
+def test_an_edited_file_is_parsed_again_and_its_old_copy_dropped(cache_dir, shipped):
+    assert _toml.loads('a = 1\n', shipped("x.toml")) == {"a": 1}
+    assert _toml.loads('a = 2\n', shipped("x.toml")) == {"a": 2}          # same length, another CRC
     assert len(list(cache_dir.glob("x.*.toml.marshal"))) == 1
 
 
-def test_a_broken_copy_is_parsed_again(cache_dir):
-    _toml.loads('a = 1\n', "x.toml")
+def test_a_broken_copy_is_parsed_again(cache_dir, shipped):
+    _toml.loads('a = 1\n', shipped("x.toml"))
     [copy] = cache_dir.glob("x.*.toml.marshal")
     copy.write_bytes(b"\x00garbage")
-    assert _toml.loads('a = 1\n', "x.toml") == {"a": 1}
+    assert _toml.loads('a = 1\n', shipped("x.toml")) == {"a": 1}
 
 
-def test_an_unwritable_folder_only_means_parsing_every_time(cache_dir):
+def test_an_unwritable_folder_only_means_parsing_every_time(cache_dir, shipped):
     cache_dir.parent.chmod(0o500)
     try:
-        assert _toml.loads('a = 1\n', "x.toml") == {"a": 1}
+        assert _toml.loads('a = 1\n', shipped("x.toml")) == {"a": 1}
     finally:
         cache_dir.parent.chmod(0o700)
 

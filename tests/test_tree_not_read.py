@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stabdiag.assemble import discover_tree
+from stabdiag.read.assemble import discover_tree
 from tests.clihelp import cli
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"

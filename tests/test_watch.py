@@ -14,13 +14,13 @@ from typer.testing import CliRunner
 
 import stabdiag
 from stabdiag.cli import app
-from stabdiag.diagnosis import Diagnosis, Finding
-from stabdiag.run import Run, Series
-from stabdiag.watch import Watcher, WatchSettings
-from stabdiag.watch._tail import Tail
-from stabdiag.watch.events import changes
-from stabdiag.watch.online import OnlineFollower
-from stabdiag.watch.runs import Finder
+from stabdiag.judge.diagnosis import Diagnosis, Finding
+from stabdiag.live.watch import Watcher, WatchSettings
+from stabdiag.live.watch._tail import Tail
+from stabdiag.live.watch.events import changes
+from stabdiag.live.watch.online import OnlineFollower
+from stabdiag.live.watch.runs import Finder
+from stabdiag.read.run import Run, Series
 
 sys.path.insert(0, str(Path(__file__).parent))
 from live_writers import TensorBoardWriter, metrics  # noqa: E402
@@ -60,7 +60,7 @@ def test_point_store_series_are_what_from_points_makes_of_every_write_order_seen
     # the store looks only at the points after its last series() while the steps keep increasing; over
     # random chunks (sorted, shuffled, repeated steps, single appends, wall times or none) each series()
     # must equal Series.from_points of every point written so far
-    from stabdiag.watch._store import PointStore
+    from stabdiag.live.watch._store import PointStore
 
     rng = np.random.default_rng(28)
     for _ in range(200):
@@ -90,8 +90,8 @@ def test_point_store_series_are_what_from_points_makes_of_every_write_order_seen
 
 
 def test_point_store_refuses_a_step_out_of_range_appended_after_an_ordered_history():
-    from stabdiag.run import StepError
-    from stabdiag.watch._store import PointStore
+    from stabdiag.live.watch._store import PointStore
+    from stabdiag.read.run import StepError
 
     store = PointStore()
     store.extend("k", np.arange(1, 100), np.ones(99))
@@ -281,7 +281,7 @@ def test_online_runs_are_polled_with_backoff_against_a_stand_in():
 def test_polling_works_without_watchfiles(tmp_path, monkeypatch):
     import importlib.util
 
-    from stabdiag.watch._wake import waiter
+    from stabdiag.live.watch._wake import waiter
 
     if importlib.util.find_spec("watchfiles") is not None:
         assert waiter([str(tmp_path)], 0.01)[1] == "watchfiles"
@@ -343,7 +343,7 @@ def test_real_framework_logs_written_in_pieces_end_as_the_reader_reads_them(tmp_
 def test_the_terminal_status_table_shows_each_run(tmp_path):
     from rich.console import Console
 
-    from stabdiag.watch._status import status_table
+    from stabdiag.live.watch._status import status_table
 
     path = tmp_path / "m.csv"
     path.write_text("step,loss\n" + "".join(f"{s},{'nan' if s > 40 else 1.0 / s}\n" for s in range(1, 61)))

@@ -2,7 +2,7 @@
 
 The series file (`--series-out drift.csv`) is a wide CSV with a `step` column and one column per
 layer-4 signal under stabdiag's canonical names, so `stabdiag check RUN --with drift.csv` (and
-`stabdiag.assemble.load`) read it like any other metric log:
+`stabdiag.read.assemble.load`) read it like any other metric log:
 
     logprob_delta       mean |lp_train − lp_roll| per scored token
     logprob_k3_kl       mean e^d − d − 1 (vllm-kl)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._textio import json_lines, open_text
 from ..errors import InputError
+from ..read._textio import json_lines, open_text
 from . import adapters
 
 NEG_INF_SENTINEL = -1e8        # SGLang-derived engines clamp −inf to −999999999.0

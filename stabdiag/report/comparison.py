@@ -7,7 +7,7 @@ report._escape, as in every other reporter: a run folder named `x\\n::error::for
 
 from __future__ import annotations
 
-from ..rules import LAYER_NAMES
+from ..judge.rules import LAYER_NAMES
 from ._escape import markdown_code, markdown_text, visible
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from ..diagnosis import Diagnosis, Status
-from ..rules import LAYER_NAMES
+from ..judge.diagnosis import Diagnosis, Status
+from ..judge.rules import LAYER_NAMES
 from ._escape import github_data, github_property, visible
 from .settings import summary_line
 

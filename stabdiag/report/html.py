@@ -16,8 +16,8 @@ import html
 import math
 
 from .._version import __version__
-from ..diagnosis import Diagnosis, Finding, Status, Trend
-from ..rules import LAYER_NAMES
+from ..judge.diagnosis import Diagnosis, Finding, Status, Trend
+from ..judge.rules import LAYER_NAMES
 from .settings import summary_line
 
 _COLOR = {"pass": "#2ca02c", "warn": "#e08a00", "fail": "#d62728", "unknown": "#7f7f7f", "ignored": "#7f7f7f"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from .._version import __version__
-from ..diagnosis import Diagnosis, report_dict
+from ..judge.diagnosis import Diagnosis, report_dict
 from .settings import to_dict as settings_dict
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..diagnosis import SEVERITY_RANK, Diagnosis, Finding
-from ..rules import LAYER_NAMES
+from ..judge.diagnosis import SEVERITY_RANK, Diagnosis, Finding
+from ..judge.rules import LAYER_NAMES
 from ._escape import xml
 from .settings import junit_properties
 

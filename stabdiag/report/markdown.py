@@ -7,8 +7,8 @@ for layers that could not be judged.  Several runs get a summary table first.
 
 from __future__ import annotations
 
-from ..diagnosis import Diagnosis, Status
-from ..rules import LAYER_NAMES
+from ..judge.diagnosis import Diagnosis, Status
+from ..judge.rules import LAYER_NAMES
 from ._escape import markdown_code, markdown_text
 from .settings import summary_line
 from .sparkline import rebin, sparkline

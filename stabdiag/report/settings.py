@@ -13,7 +13,7 @@ import math
 
 
 def _keys_and_defaults() -> tuple[tuple[str, ...], dict[str, object]]:
-    from ..config import DEFAULTS, KEYS
+    from ..judge.config import DEFAULTS, KEYS
 
     return KEYS, DEFAULTS
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..signals import Signals, is_guess_note
+from ..signals.resolve import Signals, is_guess_note
 from ._escape import terminal as shown
 
 
@@ -46,7 +46,7 @@ def signals_dict(resolved: list[Signals]) -> dict:
                      "ambiguous": {name: list(keys) for name, keys in sig.ambiguous.items()},
                      "notes": list(sig.notes), "framework": sig.framework})
     from .._version import __version__
-    from ..schema import SIGNALS_SCHEMA_VERSION
+    from .schema import SIGNALS_SCHEMA_VERSION
 
     return {"stabdiag_version": __version__, "schema_version": SIGNALS_SCHEMA_VERSION, "runs": runs}
 

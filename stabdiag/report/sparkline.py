@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from ..diagnosis import Diagnosis, Trend
-from ..run import Run
+from ..judge.diagnosis import Diagnosis, Trend
+from ..read.run import Run
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 NONFINITE = "×"
@@ -29,7 +29,7 @@ def _signal_layer(name: str, table) -> int:
 def trends(run: Run, span: tuple[int, int] | None, *, mapping: dict[str, str] | None = None,
            bins: int = TREND_BINS, guess: bool = True) -> tuple[Trend, ...]:
     """Every resolved signal of `run`, binned into `bins` equal step ranges over `span`."""
-    from ..signals import default_alias_table, resolve
+    from ..signals.resolve import default_alias_table, resolve
 
     if span is None:
         return ()

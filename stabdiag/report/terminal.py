@@ -11,9 +11,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..cost import describe as describe_cost
-from ..diagnosis import SEVERITY_RANK, Diagnosis, Finding, Status, Trend
-from ..rules import LAYER_NAMES
+from ..advise.cost import describe as describe_cost
+from ..judge.diagnosis import SEVERITY_RANK, Diagnosis, Finding, Status, Trend
+from ..judge.rules import LAYER_NAMES
 from ._escape import terminal as shown
 from .settings import summary_line
 from .sparkline import cell_steps, rebin, short, sparkline

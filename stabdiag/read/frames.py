@@ -1,0 +1,93 @@
+"""pandas in and out: a DataFrame of metrics as a Run (`stabdiag.load(df)`), a Run as a wide DataFrame
+(`Run.to_frame()`), and a Diagnosis as one row per finding (`Diagnosis.to_frame()`).
+
+A DataFrame cannot tell a NaN the run logged from a cell it did not log: by default a NaN cell is a
+value (a NaN is a finding, never dropped in silence, even when every metric of a row is NaN), and a
+column whose NaN cells sit between finite ones gets a note that says how to read them as not logged
+(`nan="missing"`, what `pd.read_csv` of a sparse wide CSV needs; or give the CSV's path instead).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError, InputError
+from .run import Run, Series, StepError, as_steps
+
+NAN_MODES = ("value", "missing")
+
+
+def is_frame(obj) -> bool:
+    """A pandas DataFrame, checked without importing pandas for every other kind of source."""
+    return type(obj).__name__ == "DataFrame" and type(obj).__module__.startswith("pandas")
+
+
+def _step_column(frame, step_col: str | None) -> str | None:
+    from .formats.tabular._columns import STEP_COLUMNS
+
+    if step_col is not None:
+        if step_col not in frame.columns:
+            raise ConfigError(f"--step-col {step_col}: the DataFrame has no column '{step_col}'")
+        return step_col
+    lower = {str(c).lower(): c for c in frame.columns}
+    return next((lower[n.lower()] for n in STEP_COLUMNS if n.lower() in lower), None)
+
+
+def run_from_frame(frame, *, name: str = "dataframe", step_col: str | None = None, nan: str = "value") -> Run:
+    """The Run a DataFrame holds: steps from a step column (`step`, `_step`, `global_step`, ... or
+    `step_col`), else from the index; every numeric (or boolean) column a metric."""
+    import pandas as pd
+
+    if nan not in NAN_MODES:
+        raise ConfigError(f"nan: expected one of {', '.join(NAN_MODES)}; got {nan!r}")
+    column = _step_column(frame, step_col)
+    raw_steps = frame[column].to_numpy() if column is not None else frame.index.to_numpy()
+    where = f"DataFrame {name}" + (f" column '{column}'" if column is not None else " index")
+    try:
+        steps = as_steps(raw_steps)
+    except (StepError, TypeError, ValueError) as exc:
+        raise InputError(where, f"the steps must be integers: {exc}") from None
+    metrics = [c for c in frame.columns if c != column and (pd.api.types.is_numeric_dtype(frame[c])
+                                                             or pd.api.types.is_bool_dtype(frame[c]))]
+    if not metrics:
+        raise InputError(f"DataFrame {name}", "no numeric column to read as a metric")
+    values = {str(c): frame[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in metrics}
+    series: dict[str, Series] = {}
+    notes: list[str] = []
+    for key, v in values.items():
+        keep = ~np.isnan(v) if nan == "missing" else np.ones(len(v), dtype=bool)
+        if not keep.any():
+            continue
+        series[key] = Series.from_points(key, steps[keep], v[keep])
+        finite = np.flatnonzero(~np.isnan(v))
+        if nan == "value" and len(finite) and np.isnan(v[finite[0]:finite[-1] + 1]).any():
+            notes.append(f"{key}: NaN cells between finite values are read as NaN values; if the run did "
+                         "not log those steps, load(df, nan='missing')")
+    meta = {"format": "dataframe"}
+    return Run(name=name, series=series, sources=(f"<DataFrame {name}>",), meta=meta, notes=tuple(notes[:3]))
+
+
+def run_to_frame(run: Run):
+    """A wide DataFrame: one row per step any metric was logged at (the index, named `step`), one column
+    per metric key, NaN where a key was not logged at that step."""
+    import pandas as pd
+
+    columns = {key: pd.Series(s.values, index=pd.Index(s.steps, name="step")) for key, s in run.series.items()}
+    frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=pd.Index([], name="step", dtype="int64"))
+    frame.index.name = "step"
+    return frame.sort_index()
+
+
+FINDING_COLUMNS = ("run", "rule", "layer", "severity", "root", "downstream", "explained_by", "start_step",
+                   "end_step", "title", "message")
+
+
+def diagnosis_to_frame(diag):
+    """One row per finding, the root's first, with the run's name on every row (concatenate several)."""
+    import pandas as pd
+
+    rows = [{"run": diag.run, "rule": f.rule, "layer": f.layer, "severity": f.severity,
+             "root": f.layer == diag.root_layer and not f.downstream, "downstream": f.downstream,
+             "explained_by": f.explained_by, "start_step": f.start_step, "end_step": f.end_step,
+             "title": f.title, "message": f.message} for f in diag.findings]
+    return pd.DataFrame(rows, columns=list(FINDING_COLUMNS))

@@ -338,16 +338,27 @@ def print_shapes(summary: dict[str, dict], records: list[dict]) -> list[str]:
 
 # ---------------------------------------------------------------- compare, CLI
 
-def print_compare(before: dict, records: list[dict]) -> None:
+def print_compare(before: dict, records: list[dict], meta: dict) -> None:
     old_f, new_f = family_summary(before["records"]), family_summary(records)
-    print(f"\nCOMPARE with {before['meta'].get('label', '?')} (seed {before['meta'].get('seed')}): before -> after")
+    print(f"\nCOMPARE with {before['meta'].get('label', '?')} (seed {before['meta'].get('seed')}): before -> after; "
+          "changed = runs drawn in both whose verdict or rules differ")
+    # a run's name fixes its draw once the seed and the null runs' longest T are the same
+    same_draws = (before["meta"].get("seed"), before["meta"].get("mode", {}).get("t_max")) == \
+        (meta["seed"], meta["mode"]["t_max"])
+    if not same_draws:
+        print("  note: the runs were drawn with another seed or --t-max: per-run changes are not counted")
+    was = {r["name"]: (r["verdict"], r["rules"]) for r in before["records"]} if same_draws else {}
+    changed: dict[str, int] = defaultdict(int)
+    for r in records:
+        if r["name"] in was and was[r["name"]] != (r["verdict"], r["rules"]):
+            changed[r.get("family") or r["shape"]] += 1
     for name in sorted(set(old_f) | set(new_f)):
         a, b = old_f.get(name), new_f.get(name)
         cells = []
         for v in ("fail", "warn", "unknown"):
             cells.append(f"{v} " + " -> ".join(f"{100 * s['verdicts'].get(v, 0) / s['runs']:.1f}%" if s else "-"
                                                for s in (a, b)))
-        print(f"  {name:<18}" + ", ".join(cells))
+        print(f"  {name:<18}" + ", ".join(cells) + f"; changed {changed[name]}")
     old_s, new_s = shape_summary(before["records"]), shape_summary(records)
     for shape in sorted(set(old_s) | set(new_s)):
         parts = []
@@ -355,7 +366,7 @@ def print_compare(before: dict, records: list[dict]) -> None:
             pooled = [_pool(s, 0, effect) if s else None for s in (old_s.get(shape), new_s.get(shape))]
             parts.append(f"{effect} " + " -> ".join(f"{100 * p[0] / p[2]:.0f}%" if p and p[2] else "-"
                                                     for p in pooled))
-        print(f"  {shape:<18}detection " + ", ".join(parts))
+        print(f"  {shape:<18}detection " + ", ".join(parts) + f"; changed {changed[shape]}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -449,12 +460,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {len(errors)} run(s) raised, e.g. {errors[0]['name']}: {errors[0]['error']}")
     if off:
         print(f"  {len(off)} run(s) read other signals than intended, e.g. {off[0]}")
+    meta = {"label": label, "version": stabdiag.__version__, "seed": args.seed, "quick": args.quick,
+            "mode": {k: list(v) if isinstance(v, tuple) else v for k, v in mode.items()}, "jobs": args.jobs,
+            "seconds": round(elapsed, 1)}
     if args.compare:
-        print_compare(json.loads(args.compare.read_text()), records)
+        print_compare(json.loads(args.compare.read_text()), records, meta)
     if args.save:
-        meta = {"label": label, "version": stabdiag.__version__, "seed": args.seed, "quick": args.quick,
-                "mode": {k: list(v) if isinstance(v, tuple) else v for k, v in mode.items()}, "jobs": args.jobs,
-                "seconds": round(elapsed, 1)}
         args.save.write_text(json.dumps({"meta": meta, "families": families, "shapes": shapes, "records": records},
                                         indent=1, default=_json))
         print(f"\nsaved {args.save}")

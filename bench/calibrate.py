@@ -57,6 +57,7 @@ import _families as fam  # noqa: E402
 TARGET_FAIL, TARGET_WARN = 0.01, 0.05
 VERDICTS = ("fail", "warn", "unknown", "pass")
 STEP_BUCKETS = ((0, 1_000, "<1k"), (1_000, 10_000, "1k-10k"), (10_000, math.inf, ">=10k"))
+BREAKDOWN = [f"T {name}" for *_, name in STEP_BUCKETS] + [f"every {k}" for k in fam.CADENCES] + ["rl", "pretrain"]
 MODES = {
     "full": {"runs": 200, "t_max": 100_000, "shape_runs": 20, "shape_steps": (200, 1_000, 5_000, 20_000),
              "noise": (1.0, 0.3, 0.0)},
@@ -234,8 +235,8 @@ def print_families(summary: dict[str, dict]) -> list[str]:
         if s["undecided"]:
             print("    too noisy to tell: " + ", ".join(f"{r} {rate(k, n).split(' [')[0].strip()}"
                                                       for r, k in sorted(s["undecided"].items())))
-        print("    flagged (fail or warn) by " + ", ".join(f"{part} {k}/{m}" for part, (k, m)
-                                                            in sorted(s["flagged_by"].items())))
+        parts = sorted(s["flagged_by"].items(), key=lambda kv: BREAKDOWN.index(kv[0]) if kv[0] in BREAKDOWN else 99)
+        print("    flagged (fail or warn) by " + ", ".join(f"{part} {k}/{m}" for part, (k, m) in parts))
         if s["signals_off"]:
             print(f"    {s['signals_off']} run(s) whose columns did not resolve to the intended signals")
     return missed
@@ -460,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {len(errors)} run(s) raised, e.g. {errors[0]['name']}: {errors[0]['error']}")
     if off:
         print(f"  {len(off)} run(s) read other signals than intended, e.g. {off[0]}")
-    meta = {"label": label, "version": stabdiag.__version__, "seed": args.seed, "quick": args.quick,
+    meta = {"label": label, "version": stabdiag.__version__, "stabdiag": os.path.dirname(stabdiag.__file__),
+            "harness_commit": _head(), "seed": args.seed, "quick": args.quick,
             "mode": {k: list(v) if isinstance(v, tuple) else v for k, v in mode.items()}, "jobs": args.jobs,
             "seconds": round(elapsed, 1)}
     if args.compare:
@@ -470,6 +472,12 @@ def main(argv: list[str] | None = None) -> int:
                                         indent=1, default=_json))
         print(f"\nsaved {args.save}")
     return 0
+
+
+def _head() -> str | None:
+    out = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"],
+                         capture_output=True, text=True, check=False)
+    return out.stdout.strip() or None
 
 
 def _json(value):

@@ -88,11 +88,13 @@ def diagnose(run: Run, *, mapping: dict[str, str] | None = None, select: list[st
              params: dict[str, dict[str, float]] | None = None, guess: bool = True) -> Diagnosis:
     """Walk the four layers top-down on one run; `params` overrides detector parameters per rule id;
     `guess=False` reads only `mapping` and the alias table (no signal guessed from a metric's name)."""
+    from . import report  # noqa: F401 - its HTML view is how a notebook shows the Diagnosis
+    from .advise import advise
     from .judge.engine import diagnose as _diagnose
     from .judge.rules import load_rules
 
     return _diagnose(run, rules=load_rules(rules_dirs), mapping=mapping, select=select, ignore=ignore,
-                     params=params, guess=guess)
+                     params=params, guess=guess, advise=advise)
 
 
 def render(diagnoses: Diagnosis | list[Diagnosis], format: str = "terminal", **options) -> str:

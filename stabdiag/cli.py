@@ -287,11 +287,12 @@ def _check_file_map(settings, run) -> None:
 
 def _diagnose_run(run, rules, settings, cost: dict | None = None):
     """One run diagnosed under the settings; `cost` carries --gpus / --gpu-hour-cost for the cost estimate."""
+    from .advise import advisor
     from .judge.selection import diagnose_selected
 
     _check_file_map(settings, run)
     return diagnose_selected(run, rules, select=settings.select, ignore=settings.ignore, mapping=settings.map,
-                             params=settings.params, guess=not settings.no_guess, **(cost or {}))
+                             params=settings.params, guess=not settings.no_guess, advise=advisor(**(cost or {})))
 
 
 def _diagnose_all(runs, rules, settings):

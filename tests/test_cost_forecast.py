@@ -10,11 +10,17 @@ import numpy as np
 import pytest
 
 from stabdiag import _stats
+from stabdiag.advise import advisor
 from stabdiag.advise.cost import describe
-from stabdiag.judge.engine import diagnose
+from stabdiag.judge.engine import diagnose as judge
 from stabdiag.read.assemble import load
 from stabdiag.read.run import Run, Series
 from tests.casegen import make_run
+
+
+def diagnose(run, *, gpus=None, gpu_hour_cost=None, **options):
+    """Judged and advised (cost, forecasts, methods), as `stabdiag check` does."""
+    return judge(run, advise=advisor(gpus=gpus, gpu_hour_cost=gpu_hour_cost), **options)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "framework_runs"
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

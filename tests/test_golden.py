@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from stabdiag import diagnose
 from stabdiag.judge.diagnosis import SCHEMA_VERSION, report_dict
-from stabdiag.judge.engine import diagnose
 from stabdiag.read.assemble import discover, load
 from stabdiag.report import render
 

@@ -10,11 +10,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from stabdiag.advise import advisor
 from stabdiag.advise.cost import gpus_of
 from stabdiag.advise.methods import active_methods, methods_map
 from stabdiag.cli import app
-from stabdiag.judge.engine import diagnose
+from stabdiag.judge.engine import diagnose as judge
 from stabdiag.read.assemble import load
+
+
+def diagnose(run, *, gpus=None, gpu_hour_cost=None, **options):
+    """Judged and advised (cost, forecasts, methods), as `stabdiag check` does."""
+    return judge(run, advise=advisor(gpus=gpus, gpu_hour_cost=gpu_hour_cost), **options)
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 FIXTURES = Path(__file__).parent / "fixtures" / "framework_runs"

@@ -26,6 +26,18 @@ SEVERITY_RANK = {"pass": 0, "warn": 1, "fail": 2}
 
 # Exit codes, as pytest's: 0 clean, 1 findings, 2 usage or input error, 3 nothing could be judged.
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_NOT_JUDGED = 0, 1, 2, 3
+# The notebook view is the HTML reporter's, and judge never imports a reporter: stabdiag.report hands its
+# renderer in when it is imported (show_in_notebooks_with), so the arrow points from report down to here.
+_NOTEBOOK_VIEW: list = []
+
+
+def show_in_notebooks_with(render) -> None:
+    """`render(diagnosis) -> str` draws a Diagnosis in a notebook (`_repr_html_`)."""
+    _NOTEBOOK_VIEW[:] = [render]
+
+
+FINDING_COLUMNS = ("run", "rule", "layer", "severity", "root", "downstream", "explained_by", "start_step",
+                   "end_step", "title", "message")          # Diagnosis.to_frame()
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,17 +239,20 @@ class Diagnosis:
 
     def to_frame(self):
         """The findings as a pandas DataFrame, one row per finding (run, rule, layer, severity, root,
-        downstream, explained_by, start_step, end_step, title, message)."""
-        from ..read.frames import diagnosis_to_frame
+        downstream, explained_by, start_step, end_step, title, message), the root's first."""
+        import pandas as pd
 
-        return diagnosis_to_frame(self)
+        rows = [{"run": self.run, "rule": f.rule, "layer": f.layer, "severity": f.severity,
+                 "root": f.layer == self.root_layer and not f.downstream, "downstream": f.downstream,
+                 "explained_by": f.explained_by, "start_step": f.start_step, "end_step": f.end_step,
+                 "title": f.title, "message": f.message} for f in self.findings]
+        return pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self) -> str | None:
         """A notebook shows the diagnosis as the HTML report's section for the run, timeline included
-        when trends are attached (`stabdiag.report.sparkline.with_trends`)."""
-        from ..report.html import render_one
-
-        return render_one(self)
+        when trends are attached (`stabdiag.report.sparkline.with_trends`); before stabdiag.report is
+        imported (stabdiag.diagnose imports it), the plain repr."""
+        return _NOTEBOOK_VIEW[0](self) if _NOTEBOOK_VIEW else None
 
     def to_dict(self) -> dict:
         return {"run": self.run, "verdict": self.verdict, "root_layer": self.root_layer,

@@ -21,14 +21,12 @@ overflow) cuts nothing.
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
 from .. import _stats as st
-from ..advise.cost import estimate
-from ..advise.forecast import forecasts
-from ..advise.methods import active_methods, advice
 from ..read.run import Run, is_bookkeeping
 from ..signals.resolve import Signals, resolve
 from .detectors import CHAIN, Curve, Evidence, NotJudged, Quiet
@@ -91,12 +89,6 @@ def _inputs(rule: Rule, signals: Signals, cutoff: int | None) -> tuple[dict, lis
     if rule.requires == "any" and present > 0:
         missing = []
     return kwargs, missing
-
-
-def _has_training_config(run: Run) -> bool:
-    """The run carries a training configuration (a model config.json lends only its vocab_size)."""
-    config = run.meta.get("config")
-    return isinstance(config, dict) and any(key != "vocab_size" for key in config)
 
 
 class _Fields(dict):
@@ -241,13 +233,17 @@ def _with_change_points(findings: list[Finding], signals: Signals, rules: dict[s
     return out
 
 
+Advisor = Callable[[Run, Signals, Diagnosis, dict], Diagnosis]
+
+
 def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[str, str] | None = None,
              select: list[str] | None = None, ignore: list[str] | None = None,
-             params: dict[str, dict[str, float]] | None = None, gpus: int | None = None,
-             gpu_hour_cost: float | None = None, guess: bool = True) -> Diagnosis:
-    """Check one run against the rules and return its Diagnosis; `gpus` and `gpu_hour_cost` turn the
-    cost estimate's hours into GPU-hours and money; `guess=False` reads only --map and the alias table
-    (no signal guessed from a metric's name)."""
+             params: dict[str, dict[str, float]] | None = None, guess: bool = True,
+             advise: Advisor | None = None) -> Diagnosis:
+    """Check one run against the rules and return its Diagnosis; `guess=False` reads only --map and the
+    alias table (no signal guessed from a metric's name).  `advise(run, signals, diagnosis, params)`
+    adds what stabdiag.advise makes of the judgement (cost, forecasts, methods); it is passed in because
+    judging never imports the layers above it."""
     rules = select_rules(rules if rules is not None else load_rules(), select, ignore)
     signals = resolve(run, mapping, guess=guess)
     cutoff = persistent_nonfinite_step(signals)
@@ -285,17 +281,13 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     if run.duplicate_steps:
         notes.append(f"resumed run: {run.duplicate_steps} step(s) were written again after a restart; "
                      "the last write of each step was used")
-    active = tuple(active_methods(run.meta.get("config"), list(run.series)))
-    ending = run.meta.get("ending")
-    return Diagnosis(run=run.name, layers=tuple(layers), findings=tuple(findings), unknown=tuple(unknown),
-                     signals=signals.mapping(), root_layer=root, notes=tuple(notes), resumed=run.resumed,
-                     first_nonfinite_step=_first_nonfinite(signals), steps=span, sources=run.sources,
-                     framework=signals.framework, kind=signals.kind, ending=ending,
-                     cost=estimate(run, signals, findings, root, gpus=gpus, gpu_hour_cost=gpu_hour_cost),
-                     forecasts=tuple(forecasts(signals, resolved, ending)),
-                     methods=active, methods_advice=advice(root, list(active), has_config=_has_training_config(run)),
-                     signal_sources={n: s.source for n, s in signals.series.items() if s.source},
-                     guessed=signals.guessed_keys())
+    diagnosis = Diagnosis(run=run.name, layers=tuple(layers), findings=tuple(findings), unknown=tuple(unknown),
+                          signals=signals.mapping(), root_layer=root, notes=tuple(notes), resumed=run.resumed,
+                          first_nonfinite_step=_first_nonfinite(signals), steps=span, sources=run.sources,
+                          framework=signals.framework, kind=signals.kind, ending=run.meta.get("ending"),
+                          signal_sources={n: s.source for n, s in signals.series.items() if s.source},
+                          guessed=signals.guessed_keys())
+    return advise(run, signals, diagnosis, resolved) if advise is not None else diagnosis
 
 
 def _first_nonfinite(signals: Signals) -> int | None:

@@ -1,5 +1,5 @@
-"""pandas in and out: a DataFrame of metrics as a Run (`stabdiag.load(df)`), a Run as a wide DataFrame
-(`Run.to_frame()`), and a Diagnosis as one row per finding (`Diagnosis.to_frame()`).
+"""pandas in: a DataFrame of metrics as a Run (`stabdiag.load(df)`).  The way out is on the types
+themselves: `Run.to_frame()` (one row per step) and `Diagnosis.to_frame()` (one row per finding).
 
 A DataFrame cannot tell a NaN the run logged from a cell it did not log: by default a NaN cell is a
 value (a NaN is a finding, never dropped in silence, even when every metric of a row is NaN), and a
@@ -65,29 +65,3 @@ def run_from_frame(frame, *, name: str = "dataframe", step_col: str | None = Non
                          "not log those steps, load(df, nan='missing')")
     meta = {"format": "dataframe"}
     return Run(name=name, series=series, sources=(f"<DataFrame {name}>",), meta=meta, notes=tuple(notes[:3]))
-
-
-def run_to_frame(run: Run):
-    """A wide DataFrame: one row per step any metric was logged at (the index, named `step`), one column
-    per metric key, NaN where a key was not logged at that step."""
-    import pandas as pd
-
-    columns = {key: pd.Series(s.values, index=pd.Index(s.steps, name="step")) for key, s in run.series.items()}
-    frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=pd.Index([], name="step", dtype="int64"))
-    frame.index.name = "step"
-    return frame.sort_index()
-
-
-FINDING_COLUMNS = ("run", "rule", "layer", "severity", "root", "downstream", "explained_by", "start_step",
-                   "end_step", "title", "message")
-
-
-def diagnosis_to_frame(diag):
-    """One row per finding, the root's first, with the run's name on every row (concatenate several)."""
-    import pandas as pd
-
-    rows = [{"run": diag.run, "rule": f.rule, "layer": f.layer, "severity": f.severity,
-             "root": f.layer == diag.root_layer and not f.downstream, "downstream": f.downstream,
-             "explained_by": f.explained_by, "start_step": f.start_step, "end_step": f.end_step,
-             "title": f.title, "message": f.message} for f in diag.findings]
-    return pd.DataFrame(rows, columns=list(FINDING_COLUMNS))

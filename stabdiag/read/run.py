@@ -224,9 +224,12 @@ class Run:
     def to_frame(self):
         """The run as a wide pandas DataFrame: one row per step (the index, `step`), one column per
         metric key, NaN where the key was not logged at that step."""
-        from .frames import run_to_frame
+        import pandas as pd
 
-        return run_to_frame(self)
+        columns = {key: pd.Series(s.values, index=pd.Index(s.steps, name="step")) for key, s in self.series.items()}
+        frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=pd.Index([], name="step", dtype="int64"))
+        frame.index.name = "step"
+        return frame.sort_index()
 
     def with_series(self, extra: dict[str, Series], *, note: str | None = None) -> "Run":
         """A copy with more series (same key: the new one replaces the old)."""

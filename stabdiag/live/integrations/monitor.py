@@ -95,11 +95,12 @@ class Monitor:
         self._last_check = self._last_step
         if not len(self._store):
             return []
+        from ...advise import advise
         from ...judge.engine import diagnose
 
         started = self.governor.clock()
         run = Run(self.name, self._store.series(), (), {"format": "in-process"})
-        diag = diagnose(run, rules=self._rules, **self._options)
+        diag = diagnose(run, rules=self._rules, advise=advise, **self._options)
         self.checks += 1
         self.diagnosis = diag
         events = changes(self._findings, diag)

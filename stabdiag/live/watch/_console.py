@@ -7,8 +7,8 @@ from __future__ import annotations
 from ...errors import InputError
 from ...read.formats.text import load_text
 from ...read.run import Run
+from ._follower_base import Follower
 from ._tail import Tail, complete_lines
-from .follower import Follower
 
 
 class ConsoleFollower(Follower):

@@ -14,9 +14,9 @@ from ...read.formats._progress import ByteProgress
 from ...read.formats.tabular import _csv, _jsonl
 from ...read.formats.tabular._columns import Table, lines_from
 from ...read.run import Run, run_name_for
+from ._follower_base import Follower
 from ._store import PointStore
 from ._tail import Tail, complete_lines
-from .follower import Follower
 
 
 class TableFollower(Follower):

@@ -12,9 +12,9 @@ from ...read.formats.tensorboard import _common_root, _sub_key, _write_order_key
 from ...read.formats.tensorboard._events import decode_file
 from ...read.formats.tensorboard._tfrecord import crc32c_module, masked_crc
 from ...read.run import Run, Series, in_step_range, run_name_for
+from ._follower_base import Follower
 from ._store import PointStore
 from ._tail import Tail
-from .follower import Follower
 
 _HEADER = struct.Struct("<QI")
 _CRC = struct.Struct("<I")

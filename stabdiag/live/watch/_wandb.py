@@ -13,7 +13,7 @@ from ...read.formats.wandb._lite import lite_record_class
 from ...read.formats.wandb._log import LogContents, add_payload, load_pb
 from ...read.formats.wandb._records import HEADER_LEN, check_header, framed_records
 from ...read.run import Run, merge_runs, run_name_for
-from .follower import Follower
+from ._follower_base import Follower
 
 
 class _Log:

@@ -11,7 +11,8 @@ from ...errors import InputError
 from ...read.assemble import _SKIP_DIRS, RunFiles, _source_groups, discover
 from ...read.run import Run
 from ...read.sources import Source, merge_sources
-from .follower import Follower, follower_for
+from ._follower_base import Follower
+from .follower import follower_for
 
 
 @dataclass

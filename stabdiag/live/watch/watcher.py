@@ -50,13 +50,16 @@ class Watcher:
     """Watches the runs under some paths (files, run dirs, trees of runs, wandb:// URIs)."""
 
     def __init__(self, paths: list[str], settings: WatchSettings | None = None) -> None:
+        from functools import partial
+
+        from ...advise import advise
         from ...judge.engine import diagnose
 
         self.settings = s = settings or WatchSettings()
         self.paths = list(paths)
         # loaded once, and a bad --select fails here, before any file is read
         self._rules = s.rules if s.rules is not None else chosen_rules(s.rules_dirs, s.select, s.ignore)
-        self._diagnose = diagnose
+        self._diagnose = partial(diagnose, advise=advise)
         self.finders = [_finder(p, s) for p in self.paths]
         self.findings: dict[str, dict[str, Finding]] = {}
         self.diagnoses: dict[str, Diagnosis] = {}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import os
-import re
 from itertools import zip_longest
 
 import numpy as np
@@ -27,10 +26,10 @@ from ..._textio import SkippedLines, complete_text, is_gzip, open_bytes
 from ...run import in_step_range
 from .._progress import ByteProgress
 from ._columns import Column, ColumnParts, Table, cells_column, kind_of, lines_from, numbers_column, numbers_from_cells
+from ._grammar import LINE, unique_names
 
 BULK_BYTES = 4 << 20        # from this size on (decompressed) the bulk reader goes first
 _BLOCK_ROWS = 16384
-LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")    # what the csv module takes for a line
 
 
 def read_delimited(path: str, sep: str, *, step_col: str | None = None, progress: bool = False) -> Table:
@@ -113,21 +112,6 @@ class _Lines:
             stop = len(text) if cut < 0 else cut + 1
             yield from LINE.findall(text, start, stop)
             start = self.done = stop
-
-
-def unique_names(header: list[str]) -> list[str]:
-    """Column names as pandas gives them: `Unnamed: <i>` for an empty one, `<name>.<k>` for a repeat."""
-    seen: set[str] = set()
-    names = []
-    for i, name in enumerate(header):
-        base = name if name else f"Unnamed: {i}"
-        candidate, k = base, 0
-        while candidate in seen:
-            k += 1
-            candidate = f"{base}.{k}"
-        seen.add(candidate)
-        names.append(candidate)
-    return names
 
 
 def _block_columns(block: list[list[str]], header: list[str], kinds: list[str]) -> dict[str, Column]:

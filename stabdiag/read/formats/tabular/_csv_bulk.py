@@ -34,7 +34,7 @@ from ._columns import (
     numbers_from_cells,
     parse_cell,
 )
-from ._csv import LINE, unique_names
+from ._grammar import LINE, unique_names
 
 _SAMPLE_BYTES = 1 << 16          # the header and the rows that guess which columns are text
 _BLOCK_BYTES = 1 << 20

@@ -161,12 +161,13 @@ def test_the_comparison_block_of_the_api_is_escaped_too(tmp_path):
     from stabdiag.advise.baseline import compare
     from stabdiag.judge.engine import diagnose
     from stabdiag.read import assemble
+    from stabdiag.report import comparison
 
     before, after = (diagnose(assemble.load(str(jsonl_run(tmp_path / (side + BASELINE_NAME), steps=n)))[0])
                      for side, n in (("before", 120), ("after", 90)))
     c = compare(before, after)
-    assert CONTROL.search(c.text()) is None and CONTROL.search(c.markdown()) is None
-    assert c.text().startswith(f"Baseline before{_escape.visible(BASELINE_NAME)} -> ")
+    assert CONTROL.search(comparison.text(c)) is None and CONTROL.search(comparison.markdown(c)) is None
+    assert comparison.text(c).startswith(f"Baseline before{_escape.visible(BASELINE_NAME)} -> ")
 
 
 def probe_rollouts(path: Path, record_id: str) -> Path:

@@ -66,18 +66,6 @@ class Comparison:
                 "method_changes": [{"change": what, "layer": layer} for what, layer in self.method_changes],
                 "layers": [c.to_dict() for c in self.layers]}
 
-    def text(self) -> str:
-        """A plain-text block: a headline, one row per layer, and the verdict on the fix (names escaped)."""
-        from ..report.comparison import text
-
-        return text(self)
-
-    def markdown(self) -> str:
-        """A Markdown section with one table row per layer (names escaped)."""
-        from ..report.comparison import markdown
-
-        return markdown(self)
-
 
 def _layer_change(before: Diagnosis, after: Diagnosis, layer: int) -> LayerChange:
     b, a = before.layers[layer - 1], after.layers[layer - 1]

@@ -127,11 +127,11 @@ class Monitor:
 
     def to_dict(self) -> dict:
         """The final diagnosis (the versioned JSON of `stabdiag check --format json`) and why it stopped."""
-        from ... import render
+        from ...report import render
 
         if self.diagnosis is None or (self._last_step is not None and self._last_check != self._last_step):
             self.check()
-        report = json.loads(render(self.diagnosis, "json")) if self.diagnosis is not None else None
+        report = json.loads(render([self.diagnosis], "json")) if self.diagnosis is not None else None
         return {"stopped": self.should_stop, "stop_reason": self.stop_reason, "stop_step": self.stop_step,
                 "checks": self.checks, "check_every": self.check_every, "max_overhead": self.max_overhead,
                 "postponed": self.governor.postponed, "last_step": self._last_step,

@@ -14,6 +14,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,8 +56,7 @@ def main() -> None:
         saved_specs = dict(det.DETECTORS)
         saved_helpers = {name: getattr(_stats, name) for name in HELPERS if hasattr(_stats, name)}
         for name, spec in saved_specs.items():
-            det.DETECTORS[name] = type(spec)(spec.name, _timed(spec.fn, totals, f"detector {name}"), spec.params,
-                                             spec.describe, spec.sees_nonfinite)
+            det.DETECTORS[name] = replace(spec, fn=_timed(spec.fn, totals, f"detector {name}"))
         for name, fn in saved_helpers.items():
             setattr(_stats, name, _timed(fn, totals, f"_stats.{name}"))
         try:

@@ -10,8 +10,16 @@ from hypothesis import strategies as st
 
 from stabdiag import _stats
 from stabdiag.judge.detectors import DETECTORS, Curve, NotJudged
+from stabdiag.judge.rules import load_rules
 
 SEED_STEPS = np.arange(1, 401)
+RULES = load_rules()
+
+
+def shipped_params(detector: str, rule: str | None = None) -> dict:
+    """The values a shipped rule (`rule`, else the first that uses `detector`) gives the detector:
+    detectors declare no values, rule files give every one."""
+    return dict(next(r.params for r in RULES if r.detector == detector and rule in (None, r.id)))
 
 
 def curve(values, name="x", steps=None):
@@ -20,9 +28,9 @@ def curve(values, name="x", steps=None):
     return Curve(name, name, steps, values)
 
 
-def run_detector(name, **curves):
+def run_detector(name, rule=None, **curves):
     spec = DETECTORS[name]
-    return spec.fn(**curves, **spec.defaults())
+    return spec.fn(**curves, **shipped_params(name, rule))
 
 
 SINGLE = ("spike_vs_recent", "spike_vs_ema", "floor_breach", "level_above", "high_fraction_sustained")
@@ -44,7 +52,7 @@ def test_adding_a_constant_does_not_change_a_level_shift_finding(shift, seed):
     rng = np.random.default_rng(seed)
     base = 1.0 + rng.normal(0, 0.02, 200)
     base[150:160] = 30.0                      # up for longer than a spike: found at any level
-    params = {**DETECTORS["spike_vs_recent"].defaults(), "window_steps": 20, "min_ratio": 1.5, "min_jump_sd": 10}
+    params = {**shipped_params("spike_vs_recent"), "window_steps": 20, "min_ratio": 1.5, "min_jump_sd": 10}
     a = DETECTORS["spike_vs_recent"].fn(curve(base), **params)
     b = DETECTORS["spike_vs_recent"].fn(curve(base + shift), **params)
     assert a is not None and b is not None
@@ -54,7 +62,7 @@ def test_adding_a_constant_does_not_change_a_level_shift_finding(shift, seed):
 def test_a_burst_the_run_comes_back_from_matters_only_on_a_cross_entropy_level():
     rng = np.random.default_rng(0)
     noise = rng.normal(0, 0.02, 300)
-    params = DETECTORS["spike_vs_recent"].defaults()
+    params = shipped_params("spike_vs_recent")
     ce = 2.3 + noise
     ce[200] = 30.0
     assert DETECTORS["spike_vs_recent"].fn(curve(ce), **params).severity == "warn"
@@ -72,7 +80,7 @@ def test_nan_and_inf_never_raise(values):
     c = curve(values) if values else curve([])
     for name in SINGLE:
         if name == "high_fraction_sustained":
-            DETECTORS[name].fn(c, **DETECTORS[name].defaults())
+            DETECTORS[name].fn(c, **shipped_params(name))
         else:
             run_detector(name, values=c)
     run_detector("first_nonfinite", loss=c)
@@ -117,7 +125,7 @@ def test_seed_kl_entropy_example():
 
 
 def test_seed_logprob_ratio():
-    ev = run_detector("level_above", values=curve(np.full(50, -1.32 - (-1.51))))
+    ev = run_detector("level_above", "L4.logprob-mismatch", values=curve(np.full(50, -1.32 - (-1.51))))
     assert ev is not None and abs(ev.values["ratio"] - 0.83) < 0.005 and ev.severity is None
 
 
@@ -138,3 +146,25 @@ def test_stats_helpers():
     assert _stats.robust_sd(x) < 5
     assert _stats.theil_sen_slope(np.arange(10.0), 3 * np.arange(10.0) + 1) == 3.0
     assert _stats.true_runs(np.array([0, 1, 1, 0, 1], bool)) == [(1, 2), (4, 4)]
+
+
+# a keyword-only argument with a default that is not a tunable value: component_divergence reads its
+# components in one shared unit through trend_divergence
+_FLAGS = {"trend_divergence": {"shared_units"}}
+
+
+def test_detectors_take_their_declared_parameters_keyword_only_and_without_defaults():
+    """A parameter's value lives in the rule file alone: a default in a detector's signature could differ
+    from it silently, and a keyword-only argument the spec does not declare could never be set."""
+    import inspect
+    for name, spec in DETECTORS.items():
+        fn = spec.fn
+        if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values()):
+            if not spec.params:
+                continue              # takes any curves (**curves) and no parameters
+            # forwards its parameters to another detector (component_divergence -> trend_divergence)
+            fn = next(s.fn for s in DETECTORS.values() if s.fn is not spec.fn and s.params == spec.params)
+        keyword = {a: p for a, p in inspect.signature(fn).parameters.items() if p.kind is p.KEYWORD_ONLY}
+        declared = {p.name for p in spec.params}
+        assert set(keyword) - _FLAGS.get(fn.__name__, set()) == declared, name
+        assert all(keyword[a].default is inspect.Parameter.empty for a in declared), name

@@ -78,8 +78,17 @@ why = "because"
 check_first = ["one", "two"]
 references = ["here"]
 signals = { values = "grad_norm" }
-params = { ratio_vs_ema = 5.0 }
 example = { fires = "a", quiet = "b" }
+
+[rule.params]
+ratio_vs_ema = 5.0
+min_jump_sd = 5.0
+ema_span_steps = 20
+isolated_max_count = 1
+isolated_window_steps = 1000
+recover_steps = 5
+recover_ratio = 2.0
+min_level_of_median = 0.2
 '''
 
 
@@ -151,3 +160,103 @@ def test_every_message_quotes_only_its_detectors_evidence_and_every_finding_retu
                     assert set(f.evidence) - declared - engine_fields == set(), (rule.id, case["name"])
                     checked += 1
     assert checked >= 25
+
+
+# --- parameters declared once, values in rule files, explain generated (issue 42 item 3) ---------------------
+
+def _params_block_line(text: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if line.strip() == "[rule.params]")
+
+
+def test_a_rule_that_leaves_out_a_declared_parameter_is_refused_naming_file_line_rule_and_parameter():
+    text = GOOD.replace("min_level_of_median = 0.2\n", "").replace("recover_ratio = 2.0\n", "")
+    with pytest.raises(RuleError) as info:
+        parse_rule_file(text, "rules/x.toml")
+    assert str(info.value).startswith(f"rules/x.toml:{_params_block_line(text)}: rule L3.test-spike: "
+                                      "[rule.params] leaves out recover_ratio, min_level_of_median: detector "
+                                      "spike_vs_ema declares them")
+    # no [rule.params] at all: the rule's own line
+    bare = GOOD[:GOOD.index("[rule.params]")]
+    with pytest.raises(RuleError, match=r"rules/x.toml:3: rule L3.test-spike: \[rule.params\] leaves out ratio_vs_ema"):
+        parse_rule_file(bare, "rules/x.toml")
+
+
+def test_a_parameter_the_detector_does_not_declare_is_refused_on_its_own_line():
+    text = GOOD.replace("recover_ratio = 2.0\n", "recover_ratio = 2.0\nrecover_ration = 2.0\n")
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if s.startswith("recover_ration"))
+    with pytest.raises(RuleError, match=rf"^rules/x.toml:{line}: rule L3.test-spike: detector spike_vs_ema has no "
+                                        r"parameter 'recover_ration'; did you mean 'recover_ratio'\?"):
+        parse_rule_file(text, "rules/x.toml")
+    with pytest.raises(RuleError, match="parameter recover_ratio: expected a number; got True"):
+        parse_rule_file(GOOD.replace("recover_ratio = 2.0", "recover_ratio = true"), "rules/x.toml")
+
+
+def test_a_rule_file_leaving_out_a_parameter_is_one_error_line_and_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from stabdiag.cli import app
+    (tmp_path / "mine.toml").write_text(GOOD.replace("ema_span_steps = 20\n", ""))
+    result = CliRunner().invoke(app, ["rules", "list", "--rules", str(tmp_path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / 'mine.toml'}:")
+    assert "rule L3.test-spike: [rule.params] leaves out ema_span_steps" in lines[0]
+
+
+def test_every_detector_says_what_it_checks_in_its_docstring_first_paragraph():
+    """The words `rules explain` prints come from the detector's docstring: each has a first paragraph,
+    and each name it quotes is a parameter the detector declares or a curve it takes (a renamed parameter
+    cannot leave the text behind)."""
+    import inspect
+    import re
+
+    from stabdiag.judge.detectors import DETECTORS
+    for name, spec in DETECTORS.items():
+        summary = spec.summary()
+        assert len(summary.split()) >= 8 and summary.endswith("."), name
+        curves = [a for a, p in inspect.signature(spec.fn).parameters.items()
+                  if p.kind is not p.KEYWORD_ONLY and p.kind is not p.VAR_KEYWORD]
+        known = {p.name for p in spec.params} | set(curves)
+        quoted = set(re.findall(r"`([^`]+)`", summary))
+        assert quoted <= known, (name, quoted - known)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_explain_shows_every_declared_parameter_with_the_rules_value_in_text_and_json(rule):
+    text, doc = rule.explain(), rule.to_dict()
+    assert list(rule.params) == [p.name for p in rule.spec.params]
+    for p in rule.spec.params:
+        value = rule.params[p.name]
+        assert f"{p.name} = {value:g} - {p.meaning} [" in text, p.name
+    assert [(p["name"], p["value"], p["meaning"], p["role"]) for p in doc["parameters"]] == \
+        [(p.name, rule.params[p.name], p.meaning, p.role) for p in rule.spec.params]
+    assert doc["params"] == rule.params
+    # the JSON carries the same "What it checks" as the text
+    assert f"What it checks   {doc['checks']}\n" in text
+    assert "`" not in doc["checks"] and doc["checks"]
+
+
+def test_explain_is_built_from_the_rule_file_and_the_detector_so_it_cannot_drift(monkeypatch):
+    import dataclasses
+
+    from stabdiag.judge.detectors import DETECTORS
+    rule = get_rule("L1.reward-eval-divergence")
+    text = Path(rule.source).read_text() if Path(rule.source).exists() else \
+        (Path(__file__).parents[1] / "stabdiag" / "judge" / rule.source).read_text()
+    assert "min_rise_z (3)" in rule.checks() and "min_rise_z = 3 - how sure" in rule.explain()
+    # a value changed in the rule file is the value explain prints, in "What it checks" and in Parameters
+    changed = text.replace("min_rise_z         = 3.0", "min_rise_z         = 4.5", 1)
+    assert changed != text
+    moved = next(r for r in parse_rule_file(changed, "x.toml") if r.id == rule.id)
+    assert "min_rise_z (4.5)" in moved.checks() and "min_rise_z = 4.5 - how sure" in moved.explain()
+    assert "min_rise_z (3)" not in moved.checks()
+    # what the detector's docstring says is what explain says: no template beside it
+    def fake(values, *, ratio_vs_ema, min_jump_sd, ema_span_steps, isolated_max_count, isolated_window_steps,
+             recover_steps, recover_ratio, min_level_of_median):
+        """A made-up check: `values` tops `ratio_vs_ema` x its level.
+
+        A second paragraph that explain leaves out."""
+    monkeypatch.setitem(DETECTORS, "spike_vs_ema", dataclasses.replace(DETECTORS["spike_vs_ema"], fn=fake))
+    made_up = parse_rule_file(GOOD, "x.toml")[0]
+    assert made_up.checks() == "A made-up check: grad_norm tops ratio_vs_ema (5) x its level."
+    assert "second paragraph" not in made_up.explain()

@@ -251,7 +251,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     quiet_notes: list[str] = []       # judged clean, with a reason a user should see (sharpening)
     unknown: list[Unknown] = []
     judged: dict[int, list[str]] = {layer: [] for layer in LAYERS}
-    resolved = {r.id: {**r.all_params(), **(params or {}).get(r.id, {})} for r in rules}
+    resolved = {r.id: {**r.params, **(params or {}).get(r.id, {})} for r in rules}
     for rule in rules:
         kwargs, missing = _inputs(rule, signals, None if rule.spec.sees_nonfinite else cutoff)
         if missing:

@@ -52,7 +52,7 @@ class Rule:
     references: tuple[str, ...]
     signals: dict[str, str]
     optional_signals: dict[str, str]
-    params: dict[str, float]
+    params: dict[str, float]          # every parameter the detector declares: the rule file's values
     example_fires: str
     example_quiet: str
     requires: str = "all"             # "all" signals present, "any" one of them, or an "event" rule that
@@ -71,19 +71,37 @@ class Rule:
         """What to check first on a run of this kind ("rl" or "sft")."""
         return self.check_first_sft if kind == "sft" and self.check_first_sft else self.check_first
 
-    def all_params(self) -> dict[str, float]:
-        return {**self.spec.defaults(), **self.params}
+    def checks(self) -> str:
+        """What the rule checks, in words: its detector's docstring (first paragraph), each `parameter`
+        quoted there given this rule's value ("min_rise_z (3)") and each `curve` named by the signal wired
+        to it.  Generated, so it says what the code does, with the values in force."""
+        wiring = {**self.signals, **self.optional_signals}
+
+        def named(match: re.Match) -> str:
+            word = match.group(1)
+            if word in self.params:
+                return f"{word} ({self.params[word]:g})"
+            return wiring.get(word, word)
+
+        summary = self.spec.summary()
+        return _QUOTED.sub(named, summary) if summary else "(not available: Python runs with -OO, which strips " \
+            "the detector docstrings it is read from)"
+
+    def parameters(self) -> list[dict]:
+        """Every parameter the detector declares, with this rule's value, in the detector's order."""
+        return [{"name": p.name, "value": self.params[p.name], "low": p.low, "high": p.high, "meaning": p.meaning,
+                 "role": p.role} for p in self.spec.params]
 
     def explain(self) -> str:
         """The rule's documentation, built only from its block and its detector's declaration."""
         steps = "\n".join(f"                 {i}. {s}" for i, s in enumerate(self.check_first, 1)).lstrip()
         wiring = ", ".join(f"{arg} = {sig}" for arg, sig in {**self.signals, **self.optional_signals}.items())
-        params = ", ".join(f"{k} = {v:g}" for k, v in self.all_params().items()) or "none"
+        params = "\n".join(f"                 {_param_line(p)}" for p in self.parameters()).lstrip() or "none"
         lines = [
             f"{self.id}: {self.title}",
             f"layer {self.layer} ({LAYER_NAMES[self.layer]}) | {self.severity} | {self.status} since "
             f"{self.since} | detector {self.detector}",
-            f"What it checks   {self.spec.describe(self.all_params())}",
+            f"What it checks   {self.checks()}",
             f"Signals          {wiring}",
             f"Parameters       {params}",
             f"Why it matters   {' '.join(self.why.split())}",
@@ -96,23 +114,40 @@ class Rule:
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
+        """The same fields as explain(), for `rules explain --format json` and `rules list --format json`."""
         return {"id": self.id, "layer": self.layer, "title": self.title, "severity": self.severity,
                 "status": self.status, "since": self.since, "detector": self.detector,
-                "checks": self.spec.describe(self.all_params()), "signals": self.signals,
-                "optional_signals": self.optional_signals, "params": self.all_params(),
+                "checks": self.checks(), "signals": self.signals,
+                "optional_signals": self.optional_signals, "params": dict(self.params),
+                "parameters": self.parameters(),
                 "why": " ".join(self.why.split()), "check_first": list(self.check_first),
                 "example": {"fires": self.example_fires, "quiet": self.example_quiet},
                 "known_limits": self.known_limits, "references": list(self.references),
                 "aliases": list(self.aliases)}
 
 
+_QUOTED = re.compile(r"`([^`]+)`")      # a name quoted in a detector's docstring: a parameter or a curve
+
+
+def _param_line(p: dict) -> str:
+    role = "bounds the work, never the verdict; " if p["role"] == "bounds" else ""
+    return f"{p['name']} = {p['value']:g} - {p['meaning']} [{role}allowed {p['low']:g}..{p['high']:g}]"
+
+
 def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
     rid = body.get("id")
 
-    def fail(problem: str, needle: str | None = None) -> RuleError:
-        # the lines are looked up only for an error: scanning the file for every rule costs each start-up
+    def fail(problem: str, needle: str | None = None, after: str | None = None) -> RuleError:
+        # the lines are looked up only for an error: scanning the file for every rule costs each start-up;
+        # `after`: a line of the rule's block (its [rule.params]) to search for `needle` from
         line = _toml.line_of(text, f'"{rid}"') if isinstance(rid, str) else None
-        where = _toml.line_of(text, needle, line or 1) if needle else line
+        end = _toml.line_of(text, "[[rule]]", (line or 1) + 1) or len(text.splitlines()) + 1
+
+        def inside(found: int | None) -> int | None:      # a line of this rule's block, not of a later one
+            return found if found is not None and found < end else None
+
+        start = (inside(_toml.line_of(text, after, line or 1)) if after else None) or line or 1
+        where = inside(_toml.line_of(text, needle, start)) if needle else line
         return RuleError(path, problem, line=where or line, rule_id=rid if isinstance(rid, str) else None)
 
     for key in body:
@@ -137,15 +172,7 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
         raise fail(f"unknown detector '{body['detector']}'" + (f" (did you mean '{close[0]}'?)" if close else ""),
                    "detector")
     spec = DETECTORS[body["detector"]]
-    declared = {p.name: p for p in spec.params}
-    params = body.get("params", {})
-    for name, value in params.items():
-        if name not in declared:
-            raise fail(f"detector {spec.name} has no parameter '{name}' "
-                       f"(it has: {', '.join(declared) or 'none'})", name)
-        p = declared[name]
-        if not isinstance(value, (int, float)) or not p.low <= value <= p.high:
-            raise fail(f"parameter {name} = {value!r} is outside [{p.low:g}, {p.high:g}]", name)
+    params = _check_params(spec, body, fail)
     optional = body.get("optional_signals", {})
     for wiring in (body["signals"], optional):
         for signal in wiring.values():
@@ -168,11 +195,40 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
         status=body["status"], since=str(body["since"]), detector=body["detector"],
         message=body["message"], why=body["why"], check_first=tuple(body["check_first"]),
         references=tuple(body["references"]), signals=dict(body["signals"]),
-        optional_signals=dict(optional), params={k: float(v) for k, v in params.items()},
+        optional_signals=dict(optional), params=params,
         example_fires=example["fires"], example_quiet=example["quiet"], requires=requires,
         known_limits=body.get("known_limits", ""), aliases=tuple(body.get("aliases", ())),
         check_first_sft=tuple(body.get("check_first_sft", ())), consequence_of=tuple(body.get("consequence_of", ())),
         source=path)
+
+
+def _check_params(spec: DetectorSpec, body: dict, fail) -> dict[str, float]:
+    """The rule's `[rule.params]` against its detector's declaration: a value for every parameter the
+    detector declares, none it does not, each a number in its range.  Values live only here (the
+    detector declares none), so a rule that leaves one out is refused, not filled in.  Returns them in
+    the detector's order."""
+    given = body.get("params", {})
+    if not isinstance(given, dict):
+        raise fail("params must be a table of NAME = number", "params")
+    declared = {p.name: p for p in spec.params}
+    for name, value in given.items():
+        if name not in declared:
+            close = difflib.get_close_matches(name, list(declared), n=1)
+            raise fail(f"detector {spec.name} has no parameter '{name}'"
+                       + (f"; did you mean '{close[0]}'?" if close else "")
+                       + f" (it has: {', '.join(declared) or 'none'})", name, after="[rule.params]")
+        p = declared[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise fail(f"parameter {name}: expected a number; got {value!r}", name, after="[rule.params]")
+        if not p.low <= value <= p.high:
+            raise fail(f"parameter {name} = {value!r} is outside [{p.low:g}, {p.high:g}] ({p.meaning})", name,
+                       after="[rule.params]")
+    missing = [name for name in declared if name not in given]
+    if missing:
+        raise fail(f"[rule.params] leaves out {', '.join(missing)}: detector {spec.name} declares "
+                   f"{'it' if len(missing) == 1 else 'them'}, and every rule gives the value of each (values "
+                   "live only in rule files)", "[rule.params]" if "params" in body else None)
+    return {name: float(given[name]) for name in declared}
 
 
 # fields every finding's message may quote besides its detector's evidence (the engine adds them)

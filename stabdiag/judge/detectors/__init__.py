@@ -4,10 +4,14 @@ A detector takes Curves (steps + values of a signal, already cut at the run's fi
 non-finite step unless the detector asks for the whole series) and its parameters, and returns
 Evidence (it fired), None (it judged the run and found nothing) or NotJudged (too little data, with
 the reason).  No I/O, no printing.  Each detector declares its parameters once, in DETECTORS below:
-name, default, allowed range and meaning; rules may override the values, and `rules explain` prints
-them.  The ranges keep every rule able to fire: switching a rule off is `--ignore`'s job, which the
-report shows.  Detectors are named for the pattern they find, never for a layer: several rules may
-share one.  By family: trends.py (layer-1 patterns), policy.py, spikes.py, numeric.py, levels.py.
+name, allowed range, meaning and role (decides a verdict, or only bounds the work), and no value: every
+rule gives the value of each in its `[rule.params]` (judge/rules.py refuses one that leaves a parameter
+out), and the detector function takes them keyword-only, without defaults, so no second value can
+differ silently.  What a detector checks is its function's docstring, first paragraph: `rules explain`
+prints it with the rule's values.  The ranges keep every rule able to fire: switching a rule off is
+`--ignore`'s job, which the report shows.  Detectors are named for the pattern they find, never for a
+layer: several rules may share one.  By family: trends.py (layer-1 patterns), policy.py, spikes.py,
+numeric.py, levels.py.
 """
 
 from __future__ import annotations
@@ -45,243 +49,181 @@ from .value import value_head_diverging
 __all__ = ["CHAIN", "DETECTORS", "Curve", "DetectorSpec", "Evidence", "NotJudged", "Param", "Quiet"]
 
 
-def _p(name, default, low, high, meaning) -> Param:
-    return Param(name, float(default), float(low), float(high), meaning)
+def _p(name: str, low: float, high: float, meaning: str) -> Param:
+    """A parameter that decides a verdict: a threshold on how sure, how large or how long."""
+    return Param(name, float(low), float(high), meaning, "decides")
+
+
+def _bound(name: str, low: float, high: float, meaning: str) -> Param:
+    """A parameter that only bounds the work: how much data a judgement needs (below it the rule is not
+    judged), never which verdict a judged run gets."""
+    return Param(name, float(low), float(high), meaning, "bounds")
 
 
 _DIVERGENCE = (
-    _p("min_steps", 20, 5, 1e6, "shortest rise judged, in steps (shorter runs are not judged)"),
-    _p("min_rise_z", 3.0, 1, 20, "how sure: the rise's trend in standard errors, corrected for autocorrelation"),
-    _p("min_rise_share", 0.3, 0.01, 1, "how large: the rise as a share of the rising curve's own range"),
-    _p("min_rise_sd", 3.0, 0, 100, "... and in the rising curve's own batch-to-batch sds (a standardized effect "
-                                   "size, not a test)"),
-    _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its own level over the "
-                                        "rise (and clear of its noise) tracks it"),
-    _p("max_flat_upper_rel", 0.15, 0, 1, "flat only if its gain plus flat_se standard errors stays under "
-                                         "this fraction of its level (in the reward's unit, see "
-                                         "max_flat_share)"),
-    _p("flat_se", 2.0, 0.5, 5, "standard errors added to an eval's gain before calling it flat"),
-    _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the start level"),
-    _p("min_flat_points", 4, 3, 1e6, "fewest eval points inside the rise needed to read an eval"),
-    _p("min_covered_frac", 0.5, 0.1, 1, "an eval whose points see less of the rise than this is not read"),
-    _p("min_tracking_gain", 0.3, 0, 1, "where the rising curve and an eval both lie on 0..1, an eval that "
-                                       "follows gains at least this share of the rise (into the room it has "
-                                       "left); an eval whose gain plus flat_se standard errors stays under "
-                                       "it is flat, and where the rising curve is a mean of 0/1 rewards (a "
-                                       "success rate) flat also needs that"),
-    _p("max_flat_share", 0.1, 0, 1, "where both lie on 0..1, an eval gaining under this share of the rise "
-                                    "that also rules out min_tracking_gain of it is flat, though its gain "
-                                    "may be sure"))
-
-
-def _describe_divergence(p: dict) -> str:
-    return (f"the rising signal climbs >= {p['min_rise_share']:.0%} of its own range over >= "
-            f"{p['min_steps']:g} steps, its trend >= {p['min_rise_z']:g} standard errors clear of 0 "
-            f"(autocorrelation-corrected), while a check gains < {p['max_flat_gain_rel']:.0%} of its own "
-            f"scale (and < {p['max_flat_upper_rel']:.0%} at +{p['flat_se']:g} se), and none rises surely")
-
+    _p("min_steps", 5, 1e6, "shortest rise judged, in steps: a shorter run is not judged, and a rise that "
+                            "peaks within its first min_steps is not read as one"),
+    _p("min_rise_z", 1, 20, "how sure: the rise's trend in standard errors, corrected for autocorrelation"),
+    _p("min_rise_share", 0.01, 1, "how large: the rise as a share of the rising curve's own range"),
+    _p("min_rise_sd", 0, 100, "... and in the rising curve's own batch-to-batch sds (a standardized effect "
+                              "size, not a test)"),
+    _p("max_flat_gain_rel", 0, 1, "an eval gaining more than this fraction of its own scale over the rise "
+                                  "(and clear of its noise) tracks it"),
+    _p("max_flat_upper_rel", 0, 1, "flat only if its gain plus flat_se standard errors stays under this "
+                                   "fraction of its scale (in the reward's unit, see max_flat_share)"),
+    _p("flat_se", 0.5, 5, "standard errors added to an eval's gain before calling it flat"),
+    _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets the start level (and the run's end, "
+                               "which must keep a small rise)"),
+    _p("min_flat_points", 3, 1e6, "fewest eval points inside the rise needed to read an eval"),
+    _p("min_covered_frac", 0.1, 1, "an eval whose points see less of the rise than this is not read"),
+    _p("min_tracking_gain", 0, 1, "where the rising curve and an eval both lie on 0..1, an eval that follows "
+                                  "gains at least this share of the rise (into the room it has left); an eval "
+                                  "whose gain plus flat_se standard errors stays under it is flat, and where the "
+                                  "rising curve is a mean of 0/1 rewards (a success rate) flat also needs that"),
+    _p("max_flat_share", 0, 1, "where both lie on 0..1, an eval gaining under this share of the rise that also "
+                               "rules out min_tracking_gain of it is flat, though its gain may be sure"))
 
 DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
-    DetectorSpec("trend_divergence", trend_divergence, _DIVERGENCE, _describe_divergence),
-    DetectorSpec("component_divergence", component_divergence, _DIVERGENCE,
-                 lambda p: (f"a reward component not named for correctness climbs >= {p['min_rise_share']:.0%} "
-                            f"of its range (trend z >= {p['min_rise_z']:g}) over >= {p['min_steps']:g} steps while "
-                            f"every component named for correctness gains < {p['max_flat_gain_rel']:.0%} of its "
-                            "own level")),
+    DetectorSpec("trend_divergence", trend_divergence, _DIVERGENCE),
+    DetectorSpec("component_divergence", component_divergence, _DIVERGENCE),
     DetectorSpec("growth_while_flat", growth_while_flat, (
-        _p("min_growth_ratio", 2.0, 1.1, 100, "end level / start level that counts as growth"),
-        _p("max_flat_gain_rel", 0.05, 0, 1, "an eval gaining more than this fraction of its level is not flat"),
-        _p("min_gain_se", 2.0, 0.5, 10, "... and more than this many standard errors of its gain"),
-        _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the start and end levels"),
-        _p("min_steps", 20, 5, 1e6, "shortest run judged, in steps (shorter growth is judged by its evidence)"),
-        _p("min_flat_points", 4, 3, 1e6, "fewest eval points needed to read an eval")),
-        lambda p: (f"the signal ends >= {p['min_growth_ratio']:g}x its start level while no eval gains "
-                   f">= {p['max_flat_gain_rel']:.0%} of its own level by >= {p['min_gain_se']:g} standard errors")),
+        _p("min_growth_ratio", 1.1, 100, "end level / start level that counts as growth"),
+        _p("max_flat_gain_rel", 0, 1, "an eval gaining more than this fraction of its level is not flat"),
+        _p("min_gain_se", 0.5, 10, "... and more than this many standard errors of its gain"),
+        _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets the start and end levels"),
+        _bound("min_steps", 5, 1e6, "shortest run judged, in steps"),
+        _p("min_flat_points", 3, 1e6, "fewest eval points needed to read an eval"))),
     DetectorSpec("high_fraction_sustained", high_fraction_sustained, (
-        _p("min_frac", 0.5, 0.05, 1, "fraction (0-1) that counts as high"),
-        _p("min_stretch_steps", 30, 1, 1e6, "shortest high stretch, in steps"),
-        _p("min_stretch_frac_of_run", 0.2, 0, 0.5, "shortest high stretch, as a fraction of the run"),
-        _p("easy_level", 0.7, 0, 1, "a 0-1 reward at or above this: mostly all-correct groups"),
-        _p("hard_level", 0.3, 0, 1, "a 0-1 reward at or under this: mostly all-wrong groups")),
-        lambda p: (f"the fraction stays >= {p['min_frac']:g} for >= {p['min_stretch_steps']:g} steps and "
-                   f">= {p['min_stretch_frac_of_run']:.0%} of the run")),
+        _p("min_frac", 0.05, 1, "fraction (0-1) that counts as high"),
+        _p("min_stretch_steps", 1, 1e6, "shortest high stretch, in steps (a shorter run is not judged)"),
+        _p("min_stretch_frac_of_run", 0, 0.5, "shortest high stretch, as a fraction of the run"),
+        _p("easy_level", 0, 1, "a 0-1 reward at or above this: mostly all-correct groups"),
+        _p("hard_level", 0, 1, "a 0-1 reward at or under this: mostly all-wrong groups"))),
     DetectorSpec("fraction_climb_while_rising", fraction_climb_while_rising, (
-        _p("min_end_frac", 0.5, 0.05, 1, "the fraction ends at least this high (a warning)"),
-        _p("fail_end_frac", 0.8, 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),
-        _p("min_climb", 0.25, 0.01, 1, "... having climbed by at least this much (absolute, 0-1)"),
-        _p("min_rise_z", 3.0, 1, 20, "while the reward's trend is this many standard errors clear of 0 "
-                                     "(autocorrelation-corrected)"),
-        _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets start and end levels"),
-        _p("min_steps", 20, 5, 1e6, "shortest run judged, in steps")),
-        lambda p: (f"the fraction climbs by >= {p['min_climb']:g} to >= {p['min_end_frac']:g} while the reward "
-                   f"rises (trend z >= {p['min_rise_z']:g})")),
+        _p("min_end_frac", 0.05, 1, "the fraction ends at least this high (a warning)"),
+        _p("fail_end_frac", 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),
+        _p("min_climb", 0.01, 1, "... having climbed by at least this much (absolute, 0-1)"),
+        _p("min_rise_z", 1, 20, "while the reward's trend is this many standard errors clear of 0 "
+                                "(autocorrelation-corrected)"),
+        _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets start and end levels"),
+        _bound("min_steps", 5, 1e6, "shortest run judged, in steps"))),
     DetectorSpec("growth_while_steady", growth_while_steady, (
-        _p("min_growth_ratio", 2.0, 1.1, 100, "end level / start level that counts as growth"),
-        _p("max_steady_rise", 0.1, 0, 10, "the other curve (the loss) may rise at most this fraction of its level"),
-        _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets start and end levels"),
-        _p("min_steps", 50, 5, 1e6, "shortest run judged, in steps")),
-        lambda p: (f"the signal ends >= {p['min_growth_ratio']:g}x its start while the loss rises less than "
-                   f"{p['max_steady_rise']:.0%}")),
+        _p("min_growth_ratio", 1.1, 100, "end level / start level that counts as growth"),
+        _p("max_steady_rise", 0, 10, "the other curve (the loss) may rise at most this fraction of its level"),
+        _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets start and end levels"),
+        _bound("min_steps", 5, 1e6, "shortest run judged, in steps"))),
     DetectorSpec("rise_from_best", rise_from_best, (
-        _p("min_rise_frac", 0.1, 0.02, 10, "the last points sit this fraction above the best value"),
-        _p("min_points", 4, 3, 1e6, "fewest points needed to judge"),
-        _p("min_points_after", 2, 1, 1e6, "points after the best that must hold the rise")),
-        lambda p: (f"the held-out loss ends >= {p['min_rise_frac']:.0%} above its best (median of the last "
-                   f"{p['min_points_after']:g} points) while the training loss keeps falling")),
+        _p("min_rise_frac", 0.02, 10, "the last points sit this fraction above the best value"),
+        _bound("min_points", 3, 1e6, "fewest points needed to judge"),
+        _p("min_points_after", 1, 1e6, "points after the best whose median must hold the rise"))),
     DetectorSpec("kl_entropy_joint", kl_entropy_joint, (
-        _p("window_steps", 200, 5, 1e6, "window in which KL and entropy are compared"),
-        _p("min_kl_ratio", 2.0, 1.1, 100, "KL end / start within the window"),
-        _p("min_entropy_drop_frac", 0.4, 0.05, 1, "relative entropy drop within the window"),
-        _p("min_kl", 1e-4, 0, 1, "KL below this is treated as this (KL starts at 0)"),
-        _p("min_kl_accel", 2.0, 1, 100, "steepening: a window's KL rise over the window before's; a window "
-                                        "without one before it never qualifies"),
-        _p("min_entropy_accel", 1.5, 1, 100, "... and its entropy fall over the window before's"),
-        _p("explained_zero_std_frac", 0.5, 0, 1, "zero-variance group fraction, before the drop, that explains it")),
-        lambda p: (f"within {p['window_steps']:g} steps KL grows >= {p['min_kl_ratio']:g}x and entropy falls "
-                   f">= {p['min_entropy_drop_frac']:.0%}; entropy alone warns")),
+        _p("window_steps", 5, 1e6, "window in which KL and entropy are compared, in steps (never under one "
+                                   "logging interval, nor over half the run)"),
+        _p("min_kl_ratio", 1.1, 100, "KL end / start within the window"),
+        _p("min_entropy_drop_frac", 0.05, 1, "relative entropy drop within the window"),
+        _p("min_kl", 0, 1, "KL below this is treated as this (KL starts at 0)"),
+        _p("min_kl_accel", 1, 100, "steepening: a window's KL rise over the window before's; a window "
+                                   "without one before it never qualifies"),
+        _p("min_entropy_accel", 1, 100, "... and its entropy fall over the window before's"),
+        _p("explained_zero_std_frac", 0, 1, "zero-variance group fraction, before the drop, that explains it"))),
     DetectorSpec("floor_breach", floor_breach, (
-        _p("floor_frac", 0.8, 0.05, 0.99, "floor as a fraction of the early-run level"),
-        _p("early_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the early level"),
-        _p("min_breach_steps", 20, 1, 1e6, "shortest breach, in steps"),
-        _p("min_breach_frac_of_run", 0.1, 0, 0.5, "shortest breach, as a fraction of the run"),
-        _p("explained_zero_std_frac", 0.5, 0, 1, "zero-variance group fraction, before the drop, that explains it")),
-        lambda p: (f"the signal stays below {p['floor_frac']:g}x its early level for >= "
-                   f"{p['min_breach_steps']:g} steps and >= {p['min_breach_frac_of_run']:.0%} of the run")),
+        _p("floor_frac", 0.05, 0.99, "floor as a fraction of the early-run level"),
+        _p("early_frac", 0.01, 0.5, "fraction of the step span that sets the early level"),
+        _p("min_breach_steps", 1, 1e6, "shortest breach, in steps"),
+        _p("min_breach_frac_of_run", 0, 0.5, "shortest breach, as a fraction of the run"),
+        _p("explained_zero_std_frac", 0, 1, "zero-variance group fraction, before the drop, that explains it"))),
     DetectorSpec("collapse_below", collapse_below, (
-        _p("collapse_frac", 0.1, 0.001, 0.5, "collapsed: at or below this fraction of the first points' level"),
-        _p("min_collapse_steps", 10, 1, 1e6, "shortest collapsed stretch, in steps"),
-        _p("min_collapse_frac_of_run", 0.1, 0, 0.5, "shortest collapsed stretch, as a fraction of the run"),
-        _p("first_points", 3, 1, 20, "first logged points whose highest value is the starting level")),
-        lambda p: (f"the signal falls to <= {p['collapse_frac']:g}x the level of its first "
-                   f"{p['first_points']:g} points and stays there >= {p['min_collapse_steps']:g} steps")),
+        _p("collapse_frac", 0.001, 0.5, "collapsed: at or below this fraction of the first points' level"),
+        _p("min_collapse_steps", 1, 1e6, "shortest collapsed stretch, in steps"),
+        _p("min_collapse_frac_of_run", 0, 0.5, "shortest collapsed stretch, as a fraction of the run"),
+        _p("first_points", 1, 20, "first logged points whose highest value is the starting level"))),
     DetectorSpec("spike_vs_recent", spike_vs_recent, (
-        _p("window_steps", 100, 10, 1e6, "steps before each point that set its recent level (at least 10 points)"),
-        _p("min_ratio", 10.0, 1.5, 100, "jump as a multiple of a positive recent level"),
-        _p("min_jump_sd", 10.0, 2, 100, "jump in robust sds of the recent points"),
-        _p("isolated_max_count", 1, 0, 100, "more absorbed spike episodes than this per window are 'repeated'"),
-        _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
-        _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back (at least 2 "
-                                       "points)"),
-        _p("recover_sd", 5.0, 0, 100, "came back: their median, or 3 in a row, within this many robust sds "
-                                      "of the level")),
-        lambda p: (f"a point is >= {p['min_ratio']:g}x the median of the {p['window_steps']:g} steps "
-                   f"before it and >= {p['min_jump_sd']:g} robust sds above it; spikes the run absorbs within "
-                   f"{p['recover_steps']:g} steps only warn (more than {p['isolated_max_count']:g} per "
-                   f"{p['isolated_window_steps']:g} steps are said to repeat)")),
+        _p("window_steps", 10, 1e6, "steps before each point that set its recent level (at least 10 points)"),
+        _p("min_ratio", 1.5, 100, "jump as a multiple of a positive recent level"),
+        _p("min_jump_sd", 2, 100, "jump in robust sds of the recent points"),
+        _p("isolated_max_count", 0, 100, "more spike episodes than this per window are 'repeated'"),
+        _p("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
+        _p("recover_steps", 1, 1e6, "steps after a spike episode in which the run must come back (at least 3 "
+                                    "points)"),
+        _p("recover_sd", 0, 100, "came back: their median, or 3 in a row, within this many robust sds of "
+                                 "the level"))),
     DetectorSpec("spike_vs_ema", spike_vs_ema, (
-        _p("ratio_vs_ema", 5.0, 1.5, 100, "value / EMA of the previous points"),
-        _p("min_jump_sd", 5.0, 1, 100, "value above the EMA, in robust noise sds of the curve"),
-        _p("ema_span_steps", 20, 1, 1e6, "EMA span, in steps"),
-        _p("isolated_max_count", 1, 0, 100, "more absorbed spike episodes than this per window are 'repeated'"),
-        _p("isolated_window_steps", 1000, 1, 1e9, "the window in which absorbed spikes are counted, in steps"),
-        _p("recover_steps", 5, 1, 1e6, "steps after a spike episode in which the run must come back"),
-        _p("recover_ratio", 2.0, 1, 100, "came back: their median, or 3 in a row, under this x the EMA"),
-        _p("min_level_of_median", 0.2, 0, 1, "the EMA is floored at this x the run's median")),
-        lambda p: (f"a point is > {p['ratio_vs_ema']:g}x the EMA (span {p['ema_span_steps']:g} steps) of the "
-                   f"points before it and {p['min_jump_sd']:g} noise sds above it; spikes the run absorbs "
-                   f"within {p['recover_steps']:g} steps only warn")),
-    DetectorSpec("first_nonfinite", first_nonfinite, (),
-                 lambda p: "the first step at which any of the signals is NaN or Inf, which came first, and "
-                           "whether the run came back from it",
-                 sees_nonfinite=True),
+        _p("ratio_vs_ema", 1.5, 100, "value / EMA of the previous points"),
+        _p("min_jump_sd", 1, 100, "value above the EMA, in robust noise sds of the curve"),
+        _p("ema_span_steps", 1, 1e6, "EMA span, in steps (at least 2 points)"),
+        _p("isolated_max_count", 0, 100, "more spike episodes than this per window are 'repeated'"),
+        _p("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
+        _p("recover_steps", 1, 1e6, "steps after a spike episode in which the run must come back (at least 3 "
+                                    "points)"),
+        _p("recover_ratio", 1, 100, "came back: their median, or 3 in a row, under this x the EMA"),
+        _p("min_level_of_median", 0, 1, "the EMA is floored at this x the run's median"))),
+    DetectorSpec("first_nonfinite", first_nonfinite, (), sees_nonfinite=True),
     DetectorSpec("rising_trend_before_event", rising_trend_before_event, (
-        _p("rise_ratio", 1.5, 1.05, 100, "level over baseline that counts as climbing"),
-        _p("baseline_frac", 0.5, 0.05, 1, "leading fraction of the pre-event steps that sets the baseline"),
-        _p("min_lead_steps", 5, 1, 1e6, "shortest climb reported, in steps before the event"),
-        _p("ratio_vs_ema", 5.0, 1.5, 100, "spike test for the event when nothing is non-finite"),
-        _p("min_jump_sd", 5.0, 1, 100, "... and its height in noise sds"),
-        _p("ema_span_steps", 20, 1, 1e6, "EMA span for the event's spike test, in steps"),
-        _p("min_level_of_median", 0.2, 0, 1, "the event test's EMA floor, x the run's median")),
-        lambda p: (f"before the first NaN/Inf or spike the signal stays >= {p['rise_ratio']:g}x its baseline "
-                   f"for >= {p['min_lead_steps']:g} steps while trending up"),
+        _p("rise_ratio", 1.05, 100, "level over baseline that counts as climbing"),
+        _p("baseline_frac", 0.05, 1, "leading fraction of the pre-event steps that sets the baseline"),
+        _p("min_lead_steps", 1, 1e6, "shortest climb reported, in steps before the event"),
+        _p("ratio_vs_ema", 1.5, 100, "spike test for the event when nothing is non-finite"),
+        _p("min_jump_sd", 1, 100, "... and its height in noise sds"),
+        _p("ema_span_steps", 1, 1e6, "EMA span for the event's spike test, in steps"),
+        _p("min_level_of_median", 0, 1, "the event test's EMA floor, x the run's median")),
         sees_nonfinite=True),
     DetectorSpec("frozen_values", frozen_values, (
-        _p("min_frozen_steps", 20, 2, 1e6, "shortest frozen stretch, in steps"),
-        _p("min_frozen_frac_of_run", 0.1, 0, 0.5, "shortest frozen stretch, as a fraction of the run"),
-        _p("min_points", 5, 3, 1e6, "fewest logged points in the stretch")),
-        lambda p: (f"the grad norm (else a nonzero loss) holds exactly one value for >= {p['min_frozen_steps']:g} "
-                   f"steps and >= {p['min_frozen_frac_of_run']:.0%} of the run while the learning rate is not 0")),
+        _p("min_frozen_steps", 2, 1e6, "shortest frozen stretch, in steps"),
+        _p("min_frozen_frac_of_run", 0, 0.5, "shortest frozen stretch, as a fraction of the run"),
+        _p("min_points", 3, 1e6, "fewest logged points in the stretch (and in the curve, to judge it)"))),
     DetectorSpec("sustained_rise_over_early", sustained_rise_over_early, (
-        _p("min_ratio", 3.0, 1.2, 100, "level over the early level that counts as diverged"),
-        _p("min_stretch_steps", 20, 2, 1e6, "shortest diverged stretch, in steps"),
-        _p("min_stretch_frac_of_run", 0.1, 0, 0.5, "shortest diverged stretch, as a fraction of the run")),
-        lambda p: (f"the running median stays >= {p['min_ratio']:g}x the early level for >= "
-                   f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run")),
+        _p("min_ratio", 1.2, 100, "level over the early level that counts as diverged"),
+        _p("min_stretch_steps", 2, 1e6, "shortest diverged stretch, in steps (enough for one that runs to "
+                                        "the log's end)"),
+        _p("min_stretch_frac_of_run", 0, 0.5, "shortest diverged stretch, as a fraction of the run"))),
     DetectorSpec("superseded_blowup", superseded_blowup, (
-        _p("min_ratio", 10.0, 1.5, 100, "a replaced write this many x the rerun's value is a blow-up"),
-        _p("min_jump_sd", 5.0, 0, 100, "... if it also stands this many of the curve's robust point-to-point "
-                                       "sds above the rerun's value")),
-        lambda p: (f"a write that a restart replaced was NaN/Inf or >= {p['min_ratio']:g}x the value the "
-                   f"rerun wrote at that step and >= {p['min_jump_sd']:g} noise sds above it"),
+        _p("min_ratio", 1.5, 100, "a replaced write this many x the rerun's value is a blow-up"),
+        _p("min_jump_sd", 0, 100, "... if it also stands this many of the curve's robust point-to-point sds "
+                                  "above the rerun's value")),
         sees_nonfinite=True),
-    DetectorSpec("ended_on_nonfinite", ended_on_nonfinite, (),
-                 lambda p: "the console's last traceback (or guard) is a NaN/Inf failure", sees_nonfinite=True),
-    DetectorSpec("ended_on_failure", ended_on_failure, (),
-                 lambda p: "the console's tail shows out of memory, a collective timeout or lost worker, a kill "
-                           "signal or another exception, or W&B recorded a non-zero exit code",
-                 sees_nonfinite=True),
-    DetectorSpec("ended_unfinished", ended_unfinished, (),
-                 lambda p: "the last logged step falls short of the planned length (progress-bar total, max_steps, "
-                           "train_iters) by more than the logging interval, with no final summary and no cause",
-                 sees_nonfinite=True),
+    DetectorSpec("ended_on_nonfinite", ended_on_nonfinite, (), sees_nonfinite=True),
+    DetectorSpec("ended_on_failure", ended_on_failure, (), sees_nonfinite=True),
+    DetectorSpec("ended_unfinished", ended_unfinished, (), sees_nonfinite=True),
     DetectorSpec("level_above", level_above, (
-        _p("warn_above", 0.05, 0, 1e9, "level that warns"),
-        _p("fail_above", 0.1, 0, 1e9, "level that fails"),
-        _p("min_stretch_steps", 5, 1, 1e6, "shortest stretch above the level, in steps (at least 2 points)"),
-        _p("catastrophic_above", math.inf, 0, math.inf, "one value above this fails alone"),
-        _p("min_coef", 0, 0, 1, "read beside a loss that is the signal x a coefficient: a coefficient under "
-                                "this leaves the level unjudged (0: never)")),
-        lambda p: (f"the running median of |value| stays above {p['warn_above']:g} (warn) or "
-                   f"{p['fail_above']:g} (fail) for >= {p['min_stretch_steps']:g} steps, or one value "
-                   f"exceeds {p['catastrophic_above']:g}")),
+        _p("warn_above", 0, 1e9, "level that warns"),
+        _p("fail_above", 0, 1e9, "level that fails"),
+        _p("min_stretch_steps", 1, 1e6, "shortest stretch above the level, in steps (at least 2 points)"),
+        _p("catastrophic_above", 0, math.inf, "one value above this fails alone (inf: never)"),
+        _p("min_coef", 0, 1, "read beside a loss that is the signal x a coefficient: a coefficient under "
+                             "this leaves the level unjudged (0: never)"))),
     DetectorSpec("log_ratio_off", log_ratio_off, (
-        _p("warn_above", 0.0953, 0, 4.61, "|log ratio| that warns"),
-        _p("fail_above", 0.693, 0, 4.61, "|log ratio| that fails"),
-        _p("min_stretch_steps", 5, 1, 1e6, "shortest stretch off, in steps (at least 2 points)"),
-        _p("catastrophic_above", math.inf, 0, math.inf, "one |log ratio| above this fails alone")),
-        lambda p: (f"|log ratio| stays above {p['warn_above']:.3g} (ratio off by {math.exp(p['warn_above']):.2f}x, "
-                   f"warn) or {p['fail_above']:.3g} ({math.exp(p['fail_above']):.2f}x, fail) for >= "
-                   f"{p['min_stretch_steps']:g} steps, or one value is off by more than "
-                   f"{math.exp(min(p['catastrophic_above'], 700)):.3g}x")),
+        _p("warn_above", 0, 4.61, "|log ratio| that warns"),
+        _p("fail_above", 0, 4.61, "|log ratio| that fails"),
+        _p("min_stretch_steps", 1, 1e6, "shortest stretch off, in steps (at least 2 points)"),
+        _p("catastrophic_above", 0, math.inf, "one |log ratio| above this fails alone (inf: never)"))),
     DetectorSpec("lr_collapsed_early", lr_collapsed_early, (
-        _p("collapse_frac", 0.01, 0.0001, 0.2, "collapsed: below this fraction of the schedule's peak"),
-        _p("min_after_frac_of_run", 0.2, 0.07, 0.9, "shortest collapsed stretch, as a fraction of the run (a cosine "
-                                                   "decay to 0 spends its last 6.4% under 1% of the peak)"),
-        _p("min_after_steps", 20, 1, 1e6, "shortest collapsed stretch, in steps")),
-        lambda p: (f"after its peak the learning rate falls below {p['collapse_frac']:.0%} of that peak and stays "
-                   f"there for >= {p['min_after_frac_of_run']:.0%} of the run and >= {p['min_after_steps']:g} steps")),
+        _p("collapse_frac", 0.0001, 0.2, "collapsed: below this fraction of the schedule's peak"),
+        _p("min_after_frac_of_run", 0.07, 0.9, "shortest collapsed stretch, as a fraction of the run (a cosine "
+                                               "decay to 0 spends its last 6.4% under 1% of the peak)"),
+        _p("min_after_steps", 1, 1e6, "shortest collapsed stretch, in steps"))),
     DetectorSpec("fraction_held_high", fraction_held_high, (
-        _p("high_frac", 0.3, 0.05, 0.95, "fraction (0-1) that counts as high"),
-        _p("min_stretch_steps", 20, 1, 1e6, "shortest high stretch, in steps"),
-        _p("min_stretch_frac_of_run", 0.2, 0, 0.9, "shortest high stretch, as a fraction of the run")),
-        lambda p: (f"the running median of the fraction stays >= {p['high_frac']:g} for >= "
-                   f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run")),
+        _p("high_frac", 0.05, 0.95, "fraction (0-1) that counts as high"),
+        _p("min_stretch_steps", 1, 1e6, "shortest high stretch, in steps"),
+        _p("min_stretch_frac_of_run", 0, 0.9, "shortest high stretch, as a fraction of the run"))),
     DetectorSpec("value_head_diverging", value_head_diverging, (
-        _p("min_loss_ratio", 4.0, 1.5, 100, "value loss over its early level that counts as diverged"),
-        _p("early_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the value loss's early level"),
-        _p("min_learned_explained_var", 0.2, 0, 0.99, "explained variance the critic must have reached first"),
-        _p("max_explained_var", 0.0, -10, 0.9, "explained variance below this has lost the returns"),
-        _p("min_stretch_steps", 20, 1, 1e6, "shortest stretch, in steps"),
-        _p("min_stretch_frac_of_run", 0.2, 0, 0.9, "shortest stretch, as a fraction of the run")),
-        lambda p: (f"the value loss holds >= {p['min_loss_ratio']:g}x its early level, or the explained variance "
-                   f"falls from >= {p['min_learned_explained_var']:g} to < {p['max_explained_var']:g}, for >= "
-                   f"{p['min_stretch_steps']:g} steps and >= {p['min_stretch_frac_of_run']:.0%} of the run; one "
-                   f"warns, both fail")),
+        _p("min_loss_ratio", 1.5, 100, "value loss over its early level that counts as diverged"),
+        _p("early_frac", 0.01, 0.5, "fraction of the step span that sets the value loss's early level"),
+        _p("min_learned_explained_var", 0, 0.99, "explained variance the critic must have reached first"),
+        _p("max_explained_var", -10, 0.9, "explained variance below this has lost the returns"),
+        _p("min_stretch_steps", 1, 1e6, "shortest stretch, in steps"),
+        _p("min_stretch_frac_of_run", 0, 0.9, "shortest stretch, as a fraction of the run"))),
     DetectorSpec("loss_flat_in_warmup", loss_flat_in_warmup, (
-        _p("min_drop_frac", 0.02, 0.001, 0.5, "a loss that ends less than this fraction below its start has not moved"),
-        _p("edge_frac", 0.1, 0.01, 0.5, "fraction of the step span that sets the loss's start and end levels"),
-        _p("min_climb_ratio", 1.5, 1.05, 100, "still warming up: the last lr is this x its mid-run level, and the "
-                                              "highest")),
-        lambda p: (f"the learning rate is still climbing at the end (>= {p['min_climb_ratio']:g}x its mid-run "
-                   f"level) while the loss ends less than {p['min_drop_frac']:.0%} below its start")),
+        _p("min_drop_frac", 0.001, 0.5, "a loss that ends within this fraction of its start, below or above, "
+                                        "has not moved"),
+        _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets the loss's start and end levels"),
+        _p("min_climb_ratio", 1.05, 100, "still warming up: the last lr is this x its mid-run level, and the "
+                                         "highest"))),
     DetectorSpec("loss_at_uniform_level", loss_at_uniform_level, (
-        _p("max_gap_frac", 0.05, 0.001, 0.5, "a loss within this fraction of ln(vocabulary size), above or below, "
-                                            "has not left the uniform guess"),
-        _p("after_frac", 0.2, 0, 0.9, "read after this fraction of the run's steps (the first steps of any run "
-                                      "sit at ln V)"),
-        _p("min_points", 10, 3, 1e6, "fewest loss points after that needed to judge")),
-        lambda p: (f"every loss point after the first {p['after_frac']:.0%} of the run stays within "
-                   f"{p['max_gap_frac']:.0%} of ln(vocabulary size), the loss of a uniform guess")),
+        _p("max_gap_frac", 0.001, 0.5, "a loss within this fraction of ln(vocabulary size), above or below, "
+                                       "has not left the uniform guess"),
+        _p("after_frac", 0, 0.9, "read after this fraction of the run's steps (the first steps of any run sit "
+                                 "at ln V)"),
+        _bound("min_points", 3, 1e6, "fewest loss points after that needed to judge"))),
 )}
 
 

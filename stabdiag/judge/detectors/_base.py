@@ -92,21 +92,37 @@ class Evidence:
     explained_by: str | None = None
 
 
+ROLES = ("decides", "bounds")
+
+
 @dataclass(frozen=True, slots=True)
 class Param:
+    """One parameter a detector takes, declared once: its name, the range a value must lie in (one that
+    keeps the rule able to fire), what it means with its unit, and its role: it `decides` a verdict (how
+    sure, how large, how long) or only `bounds` the work (a window cap, a limit on the points read).  No
+    value: each rule's `[rule.params]` gives every one (judge/rules.py refuses a rule that leaves one out),
+    so a value is written in one place and `rules explain` prints the one in force."""
+
     name: str
-    default: float
     low: float
     high: float
     meaning: str
+    role: str
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"parameter {self.name}: role must be one of {', '.join(ROLES)}; got {self.role!r}")
 
 
 @dataclass(frozen=True, slots=True)
 class DetectorSpec:
+    """A detector as rules see it: its function, the parameters it declares, and how it reads its curves.
+    What it checks is the function's docstring (its first paragraph), so the words `rules explain`
+    prints live beside the code they describe."""
+
     name: str
     fn: Callable[..., Evidence | None]
     params: tuple[Param, ...]
-    describe: Callable[[dict], str]
     sees_nonfinite: bool = False      # gets the whole series, not the part before the first NaN
     trend: bool = False               # its finding is a trend: the onset comes from the change-point model
     evidence: tuple[str, ...] = ()    # the Evidence fields it returns (a rule's message may quote only these)
@@ -125,8 +141,12 @@ class DetectorSpec:
             (required if p.default is p.empty else optional).append(name)
         return tuple(required), tuple(optional)
 
-    def defaults(self) -> dict:
-        return {p.name: p.default for p in self.params}
+    def summary(self) -> str:
+        """What the detector checks: the first paragraph of its function's docstring, on one line (empty
+        where Python runs with -OO, which strips docstrings)."""
+        import inspect
+        doc = inspect.cleandoc(self.fn.__doc__ or "")
+        return " ".join(doc.split("\n\n", 1)[0].split())
 
 
 def _smooth_window(n: int) -> int:

@@ -17,8 +17,8 @@ from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 def fraction_held_high(fraction: Curve, *, high_frac, min_stretch_steps,
                        min_stretch_frac_of_run) -> Evidence | NotJudged | None:
-    """The running median (5 points) of a 0-1 fraction stays at or above `high_frac` for at least
-    `min_stretch_steps` steps and `min_stretch_frac_of_run` of the run."""
+    """The running median (5 points) of `fraction`, a 0-1 share, stays at or above `high_frac` for at least
+    `min_stretch_steps` steps and `min_stretch_frac_of_run` of the run; values outside 0-1 are not judged."""
     f = fraction.finite()
     if len(f.values) < MIN_CLEAN_POINTS:
         return NotJudged(f"{f.signal} has {len(f.values)} finite point(s); {MIN_CLEAN_POINTS} are needed")

@@ -13,9 +13,11 @@ from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 
 def level_above(values: Curve, loss: Curve | None = None, coef: Curve | None = None, *, warn_above, fail_above,
-                min_stretch_steps, catastrophic_above, min_coef: float = 0.0) -> Evidence | NotJudged | None:
-    """The curve's running median stays above a threshold for a stretch: above `fail_above` fails,
-    between `warn_above` and `fail_above` warns.  One point above `catastrophic_above` fails alone.
+                min_stretch_steps, catastrophic_above, min_coef) -> Evidence | NotJudged | None:
+    """The running median of |`values`| stays above `warn_above` for at least `min_stretch_steps` steps: a
+    warning, or a failure where the level it holds (its upper quartile) is above `fail_above`; one value above
+    `catastrophic_above` fails alone.  Beside the run's `loss` (the KL times a coefficient) or a logged
+    `coef`, a KL coefficient under `min_coef` leaves the level not judged: the run lets KL grow by design.
 
     For a KL read beside the run's total loss (`loss`): where the loss is the KL times a coefficient (a
     GRPO loss is beta x KL plus a policy-gradient term that averages ~0, TRL GRPOTrainer), the coefficient
@@ -92,8 +94,10 @@ def _policy_term_only(key: str) -> bool:
 
 def log_ratio_off(values: Curve, *, warn_above, fail_above, min_stretch_steps,
                   catastrophic_above) -> Evidence | NotJudged | None:
-    """An importance ratio that should sit at 1 is off by |log ratio| above the thresholds: a mean
-    ratio of 2 or 0.5 is |log| 0.69 either way."""
+    """`values`, an importance ratio that should sit at 1, is off: the running median of its |log ratio| stays
+    above `warn_above` for at least `min_stretch_steps` steps (a failure where the level it holds is above
+    `fail_above`), or one point is off by more than `catastrophic_above` (a ratio <= 0 is as far off as it
+    gets). A mean ratio of 2 or 0.5 is |log| 0.69 either way."""
     v = values.finite()
     with np.errstate(divide="ignore"):
         off = np.abs(np.log(np.where(v.values > 0, v.values, np.nan)))

@@ -53,10 +53,11 @@ def first_nonfinite(**curves: Curve | None) -> Evidence | NotJudged | None:
 def frozen_values(grad_norm: Curve | None = None, loss: Curve | None = None, lr: Curve | None = None,
                   reward: Curve | None = None, *, min_frozen_steps, min_frozen_frac_of_run,
                   min_points) -> Evidence | NotJudged | None:
-    """The update stopped: the grad norm sits at exactly one value (0, or a constant) for a long
-    stretch, or, in a supervised run with no grad norm logged, the loss does (a nonzero constant).  In
-    an RL run (a `reward` is logged) the loss is a surrogate that TRL prints rounded to 4 decimals, so
-    only the grad norm is read.  A stretch where the logged learning rate is 0 is a pause on purpose."""
+    """The update stopped: `grad_norm` holds exactly one value (0, or a constant) over at least `min_points`
+    logged points spanning `min_frozen_steps` steps and `min_frozen_frac_of_run` of the run, or, in a
+    supervised run with no grad norm logged, `loss` holds a nonzero constant so.  A stretch where `lr` is 0 is
+    a pause on purpose.  In an RL run (a `reward` is logged) the loss is a surrogate that TRL prints rounded
+    to 4 decimals, so only the grad norm is read."""
     target = grad_norm if grad_norm is not None else loss
     if target is None:
         return NotJudged("needs grad_norm or loss")
@@ -92,11 +93,12 @@ def _lr_is_zero(lr: Curve, lo: int, hi: int) -> bool:
 
 def sustained_rise_over_early(values: Curve, reward: Curve | None = None, *, min_ratio, min_stretch_steps,
                               min_stretch_frac_of_run) -> Evidence | NotJudged | None:
-    """The curve climbs to `min_ratio` x its early level and stays there: a loss that diverged without
-    a NaN (SFT at too high a learning rate: 4.0 -> 546 in 10 steps, 50-150x its start for 25+ steps).
-    The early level is the lowest of the first three points, so a divergence inside them does not
-    become the baseline.  Read on supervised runs only: in an RL run (a `reward` is logged) the loss is
-    a surrogate objective whose level means nothing on its own."""
+    """The running median of `values` climbs to `min_ratio` x its early level (the lowest of its first three
+    points, so a divergence inside them does not become the baseline) and holds there for at least
+    `min_stretch_steps` steps and `min_stretch_frac_of_run` of the run (up to the log's end,
+    `min_stretch_steps` is enough): a loss that diverged without a NaN (SFT at too high a learning rate: 4.0
+    -> 546 in 10 steps, 50-150x its start for 25+ steps). Read on supervised runs only: in an RL run (a
+    `reward` is logged) the loss is a surrogate objective whose level means nothing on its own."""
     v = values.finite()
     if reward is not None:
         return NotJudged("an RL run's loss is a surrogate objective (it grows with beta x KL in healthy "
@@ -121,9 +123,9 @@ def sustained_rise_over_early(values: Curve, reward: Curve | None = None, *, min
 
 def superseded_blowup(loss: Curve | None = None, grad_norm: Curve | None = None, *,
                       min_ratio, min_jump_sd) -> Evidence | NotJudged | None:
-    """A resumed run's rolled-back segment blew up: a write that a restart replaced was NaN/Inf, or
-    `min_ratio` x the value the rerun wrote at that step and `min_jump_sd` of the curve's robust
-    point-to-point sds above it (an RL loss near 0 is 18x its rerun's value by batch noise alone).  The
+    """A resumed run's rolled-back segment blew up: a write of `loss` or `grad_norm` that a restart replaced
+    was NaN/Inf, or `min_ratio` x the value the rerun wrote at that step and `min_jump_sd` of the curve's
+    robust point-to-point sds above it (an RL loss near 0 is 18x its rerun's value by batch noise alone). The
     restart hid it; the cause is still there."""
     present = [c for c in (loss, grad_norm) if c is not None]
     if not present:
@@ -164,8 +166,9 @@ def ended_on_nonfinite(ending=None) -> Evidence | None:
 
 
 def ended_on_failure(ending=None) -> Evidence | None:
-    """The job died of something other than a NaN: out of memory, a collective timeout or lost worker,
-    a kill signal, an exception.  The logs stop; whatever they showed is not the whole story."""
+    """The job died of something other than a NaN: a GPU hardware fault, out of memory, a collective timeout
+    or lost worker, a kill signal, an exception (as the run's `ending` reads it from the console's tail or the
+    tracker's exit status). The logs stop; whatever they showed is not the whole story."""
     what = _SYSTEM_ENDINGS.get(ending.kind) if ending is not None else None
     if what is None:
         return None

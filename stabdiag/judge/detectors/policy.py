@@ -127,14 +127,19 @@ def _sharpening(evals: list[Curve] | None, e: Curve, end: float, early: float,
 def kl_entropy_joint(kl: Curve, entropy: Curve, difficulty: Curve | None = None, evals: list[Curve] | None = None,
                      reward: Curve | None = None, *, window_steps, min_kl_ratio, min_entropy_drop_frac, min_kl,
                      min_kl_accel, min_entropy_accel, explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
-    """Within one window KL at least doubles *and* entropy falls steeply, both faster than over the window
-    before it (fail); entropy falling so alone is a warning, KL steepening alone no finding (seed 000,
-    issue 25: KL rising alone can be the model leaving its SFT start).  "Moving too fast" is KL
-    steepening and entropy falling faster, read on slopes: against the run's own earlier rate, so curves
-    that converge (fast early, flattening) never qualify, and a window at the very start of the run has
-    no earlier rate to beat (KL grows from 0 and entropy falls in every run's first steps; a collapse
-    there is L2.entropy-collapse's).  Entropy falling while an eval improves surely is sharpening (a
-    note)."""
+    """Within one window of `window_steps` steps `kl` grows at least `min_kl_ratio` x (read from at least
+    `min_kl`) and `entropy` falls by at least `min_entropy_drop_frac` of its level, both steepening: KL rising
+    at least `min_kl_accel` x and entropy falling at least `min_entropy_accel` x as fast as over the window
+    before (a window at the run's very start has none before it, so never qualifies): the policy is moving too
+    fast, a failure.  Entropy falling so alone warns; KL steepening alone is no finding (it can be the model
+    leaving its SFT start). A drop that zero-variance groups explain (`difficulty` at or above
+    `explained_zero_std_frac` already before the fall) is reported as their consequence; entropy falling while
+    an eval in `evals` improves surely, and `reward` does not fall, is sharpening: a note, not a finding.
+
+    "Moving too fast" is read on slopes, against the run's own earlier rate, so curves that converge (fast
+    early, flattening) never qualify; KL grows from 0 and entropy falls in every run's first steps, and a
+    collapse there is L2.entropy-collapse's (seed 000, issue 25: KL rising alone can be the model leaving its
+    SFT start)."""
     k, e = kl.finite(), entropy.finite()
     if len(k.steps) < 10 or len(e.steps) < 10:
         return NotJudged(f"KL has {len(k.steps)} and entropy {len(e.steps)} points; 10 of each are needed")
@@ -192,9 +197,11 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
                  reward: Curve | None = None, *,
                  floor_frac, early_frac, min_breach_steps, min_breach_frac_of_run,
                  explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
-    """The curve stays below `floor_frac` x its early-run level for a sustained stretch.  The early
-    level is the higher of the first points and the median of the first `early_frac` of the run.  A fall
-    during which an independent eval improved surely is sharpening (a note, not a finding)."""
+    """The running median of `values` stays below `floor_frac` x its early level (the higher of its first
+    points and the median of the first `early_frac` of its step span) for at least `min_breach_steps` steps
+    and `min_breach_frac_of_run` of the run.  A breach that zero-variance groups explain (`difficulty` at or
+    above `explained_zero_std_frac` already before it) is reported as their consequence; a fall during which
+    an eval in `evals` improved surely, and `reward` did not fall, is sharpening: a note, not a finding."""
     v = values.finite()
     if len(v.steps) < 10 or v.span < min_breach_steps:
         return NotJudged(f"{v.signal} covers {v.span} steps in {len(v.steps)} points; a breach of "
@@ -221,10 +228,13 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
 def collapse_below(values: Curve, evals: list[Curve] | None = None, reward: Curve | None = None, *,
                    collapse_frac, min_collapse_steps, min_collapse_frac_of_run,
                    first_points) -> Evidence | NotJudged | Quiet | None:
-    """The curve falls to `collapse_frac` x the level of its first logged points and stays there:
-    entropy near 0 means the policy samples one answer, whatever the step (including step 1).  Seed 002's
-    collapse is entropy falling while the reward and evals stall or regress; a fall during which an
-    independent eval improved surely is sharpening (a note, not a finding)."""
+    """`values` falls to `collapse_frac` x the highest of its first `first_points` points or below and stays
+    there (3-point running median) for at least `min_collapse_steps` steps and `min_collapse_frac_of_run` of
+    the run (a stretch that runs to the log's end, for half as long): near 0 the policy samples one answer,
+    whatever the step (step 1 included). A fall during which an eval in `evals` improved surely, and `reward`
+    did not fall, is sharpening: a note, not a finding.
+
+    Seed 002's collapse is entropy falling while the reward and evals stall or regress."""
     v = values.finite()
     if len(v.steps) < 5:
         return NotJudged(f"{v.signal} has {len(v.steps)} points; 5 are needed")

@@ -20,11 +20,14 @@ from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 def lr_collapsed_early(lr: Curve, loss: Curve | None = None, *, collapse_frac, min_after_frac_of_run,
                        min_after_steps) -> Evidence | NotJudged | None:
-    """After its peak the learning rate falls below `collapse_frac` x that peak and stays there for a
-    stretch of at least `min_after_frac_of_run` of the run (and `min_after_steps`): the optimizer has
-    stopped updating while the run still spends compute.  A schedule that did not collapse is a clean
-    bill for the numeric update only beside a readable loss: a run whose loss was logged once (DeepSpeed-
-    Chat's reward-model step logs 184 learning rates and one loss) is not judged on its schedule alone."""
+    """After its peak (of a 3-point running median) `lr` falls below `collapse_frac` x that peak and stays
+    there for at least `min_after_frac_of_run` of the run and `min_after_steps` steps: the optimizer has
+    stopped updating while the run still spends compute.  A schedule that did not collapse is a clean bill for
+    the numeric update only beside a readable `loss`; an lr logged as 0 at every step is a logging artefact,
+    not judged.
+
+    A run whose loss was logged once (DeepSpeed-Chat's reward-model step logs 184 learning rates and one loss)
+    is not judged on its schedule alone."""
     v = lr.finite()
     if len(v.values) < MIN_CLEAN_POINTS:
         return NotJudged(f"{v.signal} has {len(v.values)} finite point(s); {MIN_CLEAN_POINTS} are needed to "
@@ -60,11 +63,14 @@ def lr_collapsed_early(lr: Curve, loss: Curve | None = None, *, collapse_frac, m
 
 def loss_flat_in_warmup(loss: Curve, lr: Curve, reward: Curve | None = None, *, min_drop_frac, edge_frac,
                         min_climb_ratio) -> Evidence | NotJudged | None:
-    """The learning rate is still climbing at the end of the run (its last level `min_climb_ratio` x its
-    level at mid-run, and the highest of the run) while the loss ends within `min_drop_frac` of where it
-    started (in either direction): the run never reached the rate it was meant to train at, and has not
-    learned.  Whether the rate is far below what the configuration intended needs the configuration;
-    here only the shape of the logged rate is read."""
+    """`lr` is still climbing at the end of the run (its last level the highest and `min_climb_ratio` x its
+    mid-run level) while `loss` ends within `min_drop_frac` of where it started, in either direction (the
+    levels of its first and last `edge_frac` of the step span): the run never reached the rate it was meant to
+    train at, and has not learned.  Not judged on an RL run (a `reward` is logged), whose loss is a surrogate
+    objective.
+
+    Whether the rate is far below what the configuration intended needs the configuration; here only the shape
+    of the logged rate is read."""
     if reward is not None:
         return NotJudged("an RL run's loss is a surrogate objective: whether it moved from its start says "
                          "nothing about learning")
@@ -110,12 +116,12 @@ def vocabulary_size(config) -> int | None:
 
 def loss_at_uniform_level(loss: Curve, config=None, reward: Curve | None = None, *, max_gap_frac,
                           after_frac, min_points) -> Evidence | NotJudged | None:
-    """The cross-entropy loss still sits at ln(vocabulary size), the loss of a uniform guess over every
-    token (an untrained model's), after the first `after_frac` of the run: its running median from there
-    on within `max_gap_frac` of ln V, above or below (a loss far above it diverged: another rule's).  The
-    model has learned nothing, not even how often each token occurs (which alone takes a text loss well
-    under ln V).  Needs the vocabulary size from the
-    run's configuration; a loss in other units (bits, a summed loss, an RL surrogate) is not judged."""
+    """`loss`, a cross-entropy, still sits at ln(vocabulary size), the loss of a uniform guess over every
+    token, after the first `after_frac` of the run: its 3-point running median from there on stays within
+    `max_gap_frac` of ln V, above or below (a loss far above it diverged: another rule's). The model has
+    learned nothing, not even how often each token occurs.  Needs the vocabulary size from the run's `config`;
+    not judged on an RL run (a `reward` is logged), whose loss is a surrogate objective, nor with fewer than
+    `min_points` loss points after `after_frac`."""
     if reward is not None:
         return NotJudged("an RL run's loss is a surrogate objective, not a cross-entropy over the vocabulary")
     vocab = vocabulary_size(config)

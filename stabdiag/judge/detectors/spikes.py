@@ -138,15 +138,19 @@ def _drop_climbs_from_zero(x: np.ndarray, spike: np.ndarray, med: np.ndarray, sd
 def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps, min_ratio, min_jump_sd,
                     isolated_max_count, isolated_window_steps, recover_steps,
                     recover_sd) -> Evidence | NotJudged | None:
-    """A point jumps far above the median of the points before it: by `min_jump_sd` robust sds, and
-    (where that level is clearly positive, as for a cross-entropy loss) by `min_ratio` x the level.
-    Against a level that is 0 to the log's precision, a run of spike points whose first point does not
-    also stand that far above the last few points is a climb from 0, not a spike (_drop_climbs_from_zero).
-    At most `isolated_max_count` spike episodes the run comes back from (see _recovered), within any
-    `isolated_window_steps`, are a warning.  In an RL run (a `reward` is logged) a loss whose level is
-    near 0 is a policy-gradient loss: bursts it comes back from are not reported at all, and one in the
-    log's last point or two, which it may yet come back from, leaves the rule undecided.  Without a
-    reward the loss is a cross-entropy, however low and noisy, and every spike counts."""
+    """A point of `values` jumps far above the median of the points in the `window_steps` steps before it: by
+    `min_jump_sd` robust sds and, where that level is clearly positive (a cross-entropy loss), by `min_ratio`
+    x the level.  Consecutive spike points are one episode; the run came back from it when, within
+    `recover_steps` steps, the median of the points after it (or 3 in a row) is back within `recover_sd` sds
+    of the level.  Episodes the run came back from only warn (said to repeat when more than
+    `isolated_max_count` fall within `isolated_window_steps` steps); one it did not come back from fails.  In
+    an RL run (a `reward` is logged) a loss near 0 is a policy-gradient loss: bursts it comes back from are
+    not reported, and one in the log's last points leaves the rule undecided.
+
+    Against a level that is 0 to the log's precision, a run of spike points whose first point does not also
+    stand that far above the last few points is a climb from 0, not a spike (_drop_climbs_from_zero); an
+    episode longer than the recovery window is a level shift, not a spike (_recovered). Without a reward the
+    loss is a cross-entropy, however low and noisy, and every spike counts."""
     v = values.finite()
     if len(v.values) <= 10:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
@@ -183,12 +187,15 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
 def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_jump_sd, ema_span_steps, isolated_max_count,
                  isolated_window_steps, recover_steps, recover_ratio,
                  min_level_of_median) -> Evidence | NotJudged | None:
-    """A point exceeds `ratio_vs_ema` x the EMA of the points before it (seed 002) and stands `min_jump_sd`
-    robust noise sds above it.  Seed 002's second condition, an absolute 5.0, is an example for one
-    model size and would hide a small model's 0.3 -> 4.5; the noise test takes its place.  The EMA is floored at
-    `min_level_of_median` x the run's median, so a step back to normal after steps of zero gradient
-    (every group equal) is not a spike.  At most `isolated_max_count` spikes, each followed by points
-    whose median is back under `recover_ratio` x the EMA within `recover_steps`, only warn."""
+    """A point of `values` exceeds `ratio_vs_ema` x the EMA (span `ema_span_steps` steps) of the points before
+    it and stands `min_jump_sd` robust noise sds above it; the EMA is floored at `min_level_of_median` x the
+    run's median, so a step back to normal after steps of zero gradient is no spike.  Spikes the run came back
+    from (the median of the points within `recover_steps` steps after it, or 3 in a row, under `recover_ratio`
+    x the EMA) only warn, said to repeat when more than `isolated_max_count` fall within
+    `isolated_window_steps` steps; one it did not come back from fails.
+
+    Seed 002's second condition, an absolute 5.0, is an example for one model size and would hide a small
+    model's 0.3 -> 4.5; the noise test takes its place."""
     v = values.finite()
     if len(v.values) <= 10:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
@@ -215,8 +222,11 @@ def _ema_spikes(v: Curve, ratio_vs_ema: float, min_jump_sd: float, ema_span_step
 def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_ratio, baseline_frac,
                               min_lead_steps, ratio_vs_ema, min_jump_sd, ema_span_steps,
                               min_level_of_median) -> Evidence | NotJudged | None:
-    """Before the first non-finite value or spike, the curve climbed steadily above its baseline;
-    the evidence says how many steps ahead the climb showed (the precursor lead)."""
+    """Before an event (the first NaN/Inf in `values` or `loss`, else the first spike of `values`: over
+    `ratio_vs_ema` x its EMA of span `ema_span_steps` steps, floored at `min_level_of_median` x its median,
+    and `min_jump_sd` noise sds above it), the running median of `values` held at or above `rise_ratio` x its
+    baseline (the first `baseline_frac` of the steps before the event) over its last `min_lead_steps` steps or
+    more, trending up: a precursor, and the evidence says how many steps ahead the climb showed."""
     event = None
     for curve in (values, loss):
         if curve is not None and (~np.isfinite(curve.values)).any():

@@ -41,7 +41,21 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
                      min_rise_sd, max_flat_gain_rel, max_flat_upper_rel, flat_se, edge_frac, min_flat_points,
                      min_covered_frac, min_tracking_gain, max_flat_share,
                      shared_units: bool = False) -> Evidence | NotJudged | None:
-    """`rising` climbs clearly to its peak while the `flat` curves do not follow it.
+    """`rising` climbs from its start level (the first `edge_frac` of its step span) to the level it holds at
+    its top, and the `flat` curves do not follow it.  The rise must be sure: its trend on a two-phase fit at
+    least `min_rise_z` standard errors clear of 0, corrected for autocorrelation (or, for a climb that holds,
+    the points of the run's last `edge_frac` above those of its first by ranks as surely); and large: at least
+    `min_rise_share` of the curve's fitted range and `min_rise_sd` of its batch-to-batch sds (a success rate
+    that rose less is judged only beside an eval on 0..1 that rules out following it, and only if the run's
+    end keeps half of the rise). An eval tracks the rise when its gain is `flat_se` standard errors above 0
+    and over `max_flat_gain_rel` of its own scale; it is flat when its gain stays under `max_flat_gain_rel`
+    and, `flat_se` standard errors higher, under `max_flat_upper_rel` (where the reward and the eval both lie
+    on 0..1: under `max_flat_share` of the rise while ruling out `min_tracking_gain` of it); an eval with
+    fewer than `min_flat_points` points inside the rise, or whose points see less than `min_covered_frac` of
+    it, is not read.  Fires when a large, sure rise meets a flat eval and no eval tracks it.  A run shorter
+    than `min_steps` steps is not judged, and a rise that peaks within its first `min_steps` is no finding (a
+    large one is not judged: a format being learned looks like a loophole found); a large rise that is not
+    sure, no readable eval, or evals that disagree leave it too noisy to tell, never a pass.
 
     Two numbers decide, as every trend here (detectors/evidence.py): how sure and how large.  The rise
     runs from the start level (first `edge_frac` of the span) to the level the curve holds at its top
@@ -354,19 +368,22 @@ def _pinned_at_floor(curve: Curve, values: np.ndarray) -> str | None:
 
 def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, max_flat_gain_rel,
                       min_gain_se, edge_frac, min_steps, min_flat_points) -> Evidence | NotJudged | None:
-    """`growing` ends at least `min_growth_ratio` x its start level, surely (its two-phase trend 3
-    autocorrelation-corrected standard errors clear of 0, detectors/evidence.py, or, where one bend fits
-    the growth badly, a staircase whose misfit reads as wander, every quartile of its last `edge_frac`
-    above those of its first: _edges_apart), while every `flat` curve stays flat.  An eval improves when
-    it gains more than `max_flat_gain_rel` of its own level *and* more than `min_gain_se` standard errors
-    of that gain, corrected for its autocorrelation (a noisy eval's wobble is not an improvement) and,
-    beside other evals, for their number (evidence.family_z: one of three flat evals clears 2 standard
-    errors by chance 7% of the time), or when it rose that surely and that much from its first point to
-    its later level, or when it gained that much and its points rise by rank as surely (Mann-Kendall: an
-    eval that climbs in an S over 8 points fits no line, and its misfit read as wander); one at its floor
-    (_pinned_at_floor) is not read.
-    Each eval is read from its last point at or before the growth's first step (_baseline_step).  A
-    growth the data cannot confirm is "too noisy to tell", never a pass."""
+    """`growing` ends at least `min_growth_ratio` x its start level (the levels of the first and last
+    `edge_frac` of its step span) while no `flat` curve improves.  An eval improves when it gains more than
+    `max_flat_gain_rel` of its own level and more than `min_gain_se` standard errors of that gain (corrected
+    for autocorrelation and for the number of evals), or jumped that much as surely, or climbed that much with
+    a rank trend as sure; an eval with fewer than `min_flat_points` points, or sitting at its floor, is not
+    read.  A growth that is not sure (its two-phase trend under 3 standard errors and its edges not apart) is
+    too noisy to tell, never a pass; a run shorter than `min_steps` steps is not judged.
+
+    A growth is sure when its two-phase trend is 3 autocorrelation-corrected standard errors clear of 0
+    (detectors/evidence.py) or, where one bend fits it badly (a staircase whose misfit reads as wander), every
+    quartile of its last `edge_frac` lies above those of its first (_edges_apart). An eval's gain is held to
+    more standard errors beside other evals (evidence.family_z: one of three flat evals clears 2 standard
+    errors by chance 7% of the time); a jump is read from its first point to its later level; a rank trend is
+    Mann-Kendall's (an eval that climbs in an S over 8 points fits no line, and its misfit reads as wander).
+    Each eval is read from its last point at or before the growth's first step (_baseline_step); one at its
+    floor (_pinned_at_floor) is not read."""
     g = growing.finite()
     if len(g.steps) < 10 or g.span < min_steps:
         return NotJudged(f"{g.signal} covers {g.span} steps in {len(g.steps)} points; growth is judged over "
@@ -450,11 +467,11 @@ def _edges_shift_z(steps: np.ndarray, values: np.ndarray, edge_frac: float, min_
 
 def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_frac, min_stretch_steps,
                             min_stretch_frac_of_run, easy_level, hard_level) -> Evidence | NotJudged | None:
-    """A fraction (0-1; signals rescales percentages) stays at or above `min_frac` for a long stretch.
-
-    Whether the equal groups are all correct or all wrong is said only when the reward's range is known
-    (every value within 0-1, a success rate): at or above `easy_level` mostly all-correct, at or under
-    `hard_level` mostly all-wrong; otherwise the finding says only that rewards were equal."""
+    """The running median (5 points) of `fraction` (0-1; the signals table rescales percentages) stays at or
+    above `min_frac` for at least `min_stretch_steps` steps and `min_stretch_frac_of_run` of the run.  Where
+    `level` lies on 0-1, the finding says whether the equal groups are mostly all-correct (its median at or
+    above `easy_level`: data too easy) or mostly all-wrong (at or under `hard_level`: too hard); otherwise
+    only that rewards were equal."""
     f = fraction.finite()
     need = max(min_stretch_steps, min_stretch_frac_of_run * f.span)
     if len(f.steps) < 5 or f.span < min_stretch_steps:
@@ -489,9 +506,14 @@ def _equal_group_kind(level: Curve | None, lo: int, hi: int, easy: float, hard: 
 
 
 def component_divergence(components: list[Curve], **params) -> Evidence | NotJudged | None:
-    """A reward component climbs while a component that measures correctness (by its name: accuracy,
-    correctness, exact match, verifier, ...) stays flat or falls: the policy is being paid for form,
-    length or format, not for being right (open-r1: format 0.48 -> 0.86 while accuracy 0.16 -> 0.06)."""
+    """A component of `components` not named for correctness (format, length, ...) climbs while those named
+    for correctness (accuracy, exact match, verifier, ...) stay flat: the policy is being paid for form,
+    length or format, not for being right (open-r1: format 0.48 -> 0.86 while accuracy 0.16 -> 0.06). Each
+    other component is read as trend_divergence's rising curve, surely (`min_rise_z`) and largely
+    (`min_rise_share` of its range), against the correctness components as its evals, in the components'
+    shared unit: a correctness gain under `max_flat_gain_rel` of the other component's rise is flat.  A
+    component whose large climb the data can neither confirm nor rule out leaves the rule too noisy to tell;
+    without both kinds of component it is not judged."""
     checks = [c for c in components if is_correctness(c.signal)]
     others = [c for c in components if not is_correctness(c.signal)]
     if not checks or not others:
@@ -526,15 +548,18 @@ def is_correctness(signal: str) -> bool:
 def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curve] | None = None, *,
                                 min_end_frac, fail_end_frac, min_climb, min_rise_z, edge_frac,
                                 min_steps) -> Evidence | NotJudged | Quiet | None:
-    """A fraction (responses cut off at the length cap) climbs toward 1 while the reward rises: the
-    reward pays for length even though the cap keeps length from doubling.  Below `fail_end_frac` it
-    warns (the answers may need more room); at or above it nearly every answer is cut off: it fails.
-    The reward's rise counts when its trend over the climb (a two-phase fit: a reward that climbs and
-    then holds at the cap leaves a straight line's residuals autocorrelated by the misfit) is `min_rise_z`
-    autocorrelation-corrected standard errors clear of 0 with its interval above 0 (detectors/evidence.py):
-    sure evidence, whatever the batch size; a rise neither confirmed nor ruled out is too noisy to tell.  An
-    independent eval that improved surely over the climb says the longer answers are buying accuracy
-    (seed 000: a loophole is reward up while the eval does not move): a note, not a finding."""
+    """`fraction` (responses cut off at the length cap) climbs by at least `min_climb` to end at or above
+    `min_end_frac` (levels of the first and last `edge_frac` of its step span) while `rising` rises over the
+    climb, its two-phase trend `min_rise_z` standard errors clear of 0 after the autocorrelation correction:
+    the reward pays for length even though the cap keeps length from doubling.  Ending under `fail_end_frac`
+    warns (the answers may need more room); at or above it nearly every answer is cut off: it fails.  A reward
+    rise neither confirmed nor ruled out is too noisy to tell; an eval in `evals` that improved surely over
+    the climb makes it a note (the longer answers are buying accuracy), not a finding; a run shorter than
+    `min_steps` steps is not judged.
+
+    The reward is read while the fraction climbs (from a tenth to nine tenths of its way), on a two-phase fit:
+    a reward that climbs and then holds at the cap leaves a straight line's residuals autocorrelated by the
+    misfit.  Seed 000: a loophole is reward up while the eval does not move."""
     f, r = fraction.finite(), rising.finite()
     if len(f.steps) < 10 or f.span < min_steps or len(r.steps) < 10:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a climb is judged over "
@@ -582,9 +607,11 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curv
 
 def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | None = None, *,
                    min_rise_frac, min_points, min_points_after) -> Evidence | NotJudged | None:
-    """A held-out loss climbs `min_rise_frac` above its best and stays there while the training loss
-    (`falling`) keeps falling: the model is fitting its training data, not the task (overfitting).  In
-    an RL run (a `reward` is logged) the eval loss is the surrogate on eval prompts and is not read."""
+    """`values` (a held-out loss) ends at least `min_rise_frac` above its best, read as the median of its last
+    `min_points_after` points after the best, while `falling` (the training loss) keeps falling: the model is
+    fitting its training data, not the task (overfitting). A training loss that rose too is a divergence, not
+    this.  In an RL run (a `reward` is logged) the eval loss is the surrogate on eval prompts and is not
+    judged, nor is a curve of fewer than `min_points` points."""
     if reward is not None:
         return NotJudged("an RL run's eval loss is the policy loss on eval prompts, not a held-out likelihood")
     v = values.finite()
@@ -613,9 +640,11 @@ def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | 
 
 def growth_while_steady(growing: Curve, steady: Curve | None = None, *, min_growth_ratio, max_steady_rise,
                         edge_frac, min_steps) -> Evidence | NotJudged | None:
-    """`growing` ends `min_growth_ratio` x its start level while `steady` (the total loss) does not rise
-    by more than `max_steady_rise` of its own level: a problem a normal-looking loss hides (MoE experts
-    drifting out of balance while the total loss still falls)."""
+    """`growing` ends at least `min_growth_ratio` x its start level (the levels of the first and last
+    `edge_frac` of its step span) while `steady` (the total loss) does not rise by more than `max_steady_rise`
+    of its own level: a problem a normal-looking loss hides (MoE experts drifting out of balance while the
+    total loss still falls). A loss with no level to rise from (one hovering at 0) is not read; a run shorter
+    than `min_steps` steps is not judged."""
     g = growing.finite()
     if len(g.steps) < 10 or g.span < min_steps:
         return NotJudged(f"{g.signal} covers {g.span} steps in {len(g.steps)} points; growth is judged over "

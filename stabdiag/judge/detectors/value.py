@@ -22,9 +22,10 @@ _Half = tuple[int, int, str] | NotJudged | None       # (start, end, what was se
 def value_head_diverging(value_loss: Curve | None = None, explained_var: Curve | None = None, *,
                          min_loss_ratio, early_frac, min_stretch_steps, min_stretch_frac_of_run,
                          min_learned_explained_var, max_explained_var) -> Evidence | NotJudged | None:
-    """The value loss holds >= `min_loss_ratio` x its early level, or the explained variance falls from
-    above `min_learned_explained_var` to below `max_explained_var`, for a stretch of at least
-    `min_stretch_steps` steps and `min_stretch_frac_of_run` of the run."""
+    """`value_loss` holds at or above `min_loss_ratio` x its early level (the first `early_frac` of its step
+    span), or `explained_var`, having reached `min_learned_explained_var`, then stays below
+    `max_explained_var`, for at least `min_stretch_steps` steps and `min_stretch_frac_of_run` of the run
+    (5-point running medians): the critic's fit is getting worse.  One reading warns; both fail."""
     stretch = (min_stretch_steps, min_stretch_frac_of_run)
     halves = []
     if value_loss is not None:

@@ -13,8 +13,7 @@ import os
 import shutil
 import sys
 import warnings
-from dataclasses import replace
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -237,8 +236,10 @@ def _load_runs(paths: list[str], with_files: list[str], step_col: Optional[str],
         for warning in run.warnings:
             _say(f"warning: {run.name}: {warning}")
     if with_files:
-        merged = _load_extra(with_files, options)
-        runs = [r.with_series(merged.series, note=_with_note(with_files)) for r in runs]
+        from .batch import load_extra, with_note
+
+        merged = load_extra(with_files, options)
+        runs = [r.with_series(merged.series, note=with_note(with_files)) for r in runs]
     return runs
 
 
@@ -277,301 +278,26 @@ def _announce(resolved, cfg):
 _ANNOUNCED: list[str] = []    # said by `_guarded` once the command has run: an error stays one line
 
 
-def _check_file_map(settings, run) -> None:
-    """A --map entry from a config file names a key the run lacks: say which file and key."""
-    for signal, key in settings.map.items():
-        where = settings.map_origin.get(signal, "--map")
-        if where != "--map" and key not in run.series:
-            raise ConfigError(f"{where}: run '{run.name}' has no key '{key}'")
-
-
-def _diagnose_run(run, rules, settings, cost: dict | None = None):
-    """One run diagnosed under the settings; `cost` carries --gpus / --gpu-hour-cost for the cost estimate."""
-    from .advise import advisor
-    from .judge.selection import diagnose_selected
-
-    _check_file_map(settings, run)
-    return diagnose_selected(run, rules, select=settings.select, ignore=settings.ignore, mapping=settings.map,
-                             params=settings.params, guess=not settings.no_guess, advise=advisor(**(cost or {})))
-
-
 def _diagnose_all(runs, rules, settings):
-    return [_diagnose_run(run, rules, settings) for run in runs]
+    from .batch import diagnose_run
+
+    return [diagnose_run(run, rules, settings) for run in runs]
 
 
-# --- checking runs: on one core, or a tree of runs on many ------------------------------------------------
-# Each run is loaded and diagnosed on its own (in a worker process when --jobs allows), and what it said
-# (warnings, errors, Python warnings) comes back as data; `_replay` then says it all in the order a serial
-# check does, so that stdout, stderr and the exit code do not depend on --jobs.
-
-class _Job(NamedTuple):       # NamedTuples, not dataclasses: a third of the cost at every start
-    """What checking one run needs besides its files; the same for every run, so sent once per worker."""
-
-    rules: tuple
-    settings: object
-    load_options: dict
-    trends: bool = False                  # attach the sparkline trends (terminal and Markdown reports)
-    cost: dict | None = None              # --gpus and --gpu-hour-cost
-    extra: object = None                  # the --with series, merged into one Run
-    extra_note: str = ""
-    skip_diagnosis: bool = False          # --with could not be read: the check stops before diagnosing
-    debug: bool = False
-    drawing: dict | None = None           # width and colour of the terminal report on stdout: draw the run's part
-
-
-class _Outcome(NamedTuple):
-    """What checking one run gave, as data: a worker's result, said by the parent in the serial order."""
-
-    name: str
-    warnings: tuple[str, ...] = ()        # the run's `warning:` lines
-    notes_at: int = 0                     # where notes about unreadable sibling runs go in its notes
-    diagnosis: object = None
-    drawn: str | None = None              # the run's part of the terminal report
-    load_error: Exception | None = None
-    error: Exception | None = None        # raised while diagnosing
-    load_said: tuple = ()                 # Python warnings while loading, then while diagnosing:
-    diagnose_said: tuple = ()             # (message, category, filename, line)
-
-
-def _caught(fn, debug: bool):
-    """(value, None, warnings) or (None, the exception, warnings): fn's Python warnings are kept to be
-    shown in run order, numpy's about NaN and Inf dropped as `_guarded` drops them."""
-    with warnings.catch_warnings(record=True) as said:
-        if not debug:
-            warnings.simplefilter("ignore", RuntimeWarning)
-        try:
-            value, error = fn(), None
-        except Exception as exc:      # noqa: BLE001 - said in order by `_replay`, as a serial check would
-            value, error = None, exc
-    return value, error, tuple((str(w.message), w.category, w.filename, w.lineno) for w in said)
-
-
-def _diagnose_one(job: _Job, run) -> tuple:
-    """(the diagnosis, its part of the terminal report or None)."""
-    if job.extra is not None:
-        run = run.with_series(job.extra.series, note=job.extra_note)
-    diag = _diagnose_run(run, job.rules, job.settings, job.cost)
-    if job.trends:
-        from .report.sparkline import with_trends
-
-        diag = with_trends(diag, run, mapping=job.settings.map)
-    if job.drawing is None:
-        return diag, None
-    from .report.terminal import render_run
-
-    return diag, render_run(diag, **job.drawing)
-
-
-def _check_one(job: _Job, run_files) -> _Outcome:
-    """Load and diagnose one run; nothing is printed or raised, everything comes back in the outcome."""
-    from .read.assemble import load_run
-
-    run, error, said = _caught(lambda: load_run(run_files, **job.load_options), job.debug)
-    if run is None:
-        return _Outcome(run_files.name, load_error=error, load_said=said)
-    loaded = _Outcome(run.name, warnings=run.warnings, notes_at=len(run.notes), load_said=said)
-    if job.skip_diagnosis:
-        return loaded
-    done, error, said = _caught(lambda: _diagnose_one(job, run), job.debug)
-    diag, drawn = done or (None, None)
-    return loaded._replace(diagnosis=diag, drawn=drawn, error=error, diagnose_said=said)
-
-
-_worker_job: _Job | None = None       # in a worker process only: its job, set once by `_start_worker`
-
-
-def _start_worker(job: _Job) -> None:
-    import signal
-
-    global _worker_job
-    signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's: it stops the pool
-    _worker_job = job
-
-
-def _work(run_files) -> _Outcome:
-    return _check_one(_worker_job, run_files)
-
-
-def _pool_context():
-    """forkserver where there is one (each worker a fork of a process that imported stabdiag once), else
-    spawn; never a fork of this process, which may hold threads and open files."""
-    import multiprocessing
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["stabdiag.cli", "stabdiag.read.assemble", "stabdiag.judge.engine",
-                                    "stabdiag.report.sparkline"])
-    return context
-
-
-def _runs_progress(enabled: bool, total: int):
-    """'checked 12/500 runs' on stderr while a pool works; like the loaders' bars it appears only after a
-    second, so that small trees stay quiet."""
-    from .read.formats._progress import ByteProgress
-
-    class RunsProgress(ByteProgress):
-        def columns(self) -> tuple:
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
-
-            return TextColumn("checked"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"), TimeRemainingColumn()
-
-    return RunsProgress(enabled and sys.stderr.isatty(), total, "runs")
-
-
-def _outcomes(job: _Job, tasks: list, jobs: int, progress: bool) -> list[_Outcome]:
-    """Every run checked, in order: in a pool of worker processes, or here for one run, one job, --debug
-    (a traceback from the code that raised) or where no pool can start (inside a daemon process)."""
-    workers = min(jobs, len(tasks))
-    if workers <= 1 or job.debug:
-        return [_check_one(job, t) for t in tasks]
-    import multiprocessing
-
-    if multiprocessing.current_process().daemon:
-        return [_check_one(job, t) for t in tasks]
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    quiet = job._replace(load_options={**job.load_options, "progress": False})    # no bars from workers
-    try:
-        pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(quiet,))
-        checked = pool.map(_work, tasks, chunksize=max(1, min(8, len(tasks) // (workers * 16))))
-    except OSError:                 # no semaphores or process limit reached: one at a time still works
-        return [_check_one(job, t) for t in tasks]
-    out: list[_Outcome] = []
-    try:
-        with _runs_progress(progress, len(tasks)) as bar:
-            for outcome in checked:
-                out.append(outcome)
-                bar.update(len(out))
-    except BrokenProcessPool:
-        raise StabdiagError(f"--jobs {jobs}: a worker process died while checking runs (out of memory?); "
-                            "rerun with fewer --jobs") from None
-    finally:
-        _stop(pool, finished=len(out) == len(tasks))
-    return out
-
-
-def _stop(pool, *, finished: bool) -> None:
-    """Close the pool; after Ctrl-C or an error, drop the queued runs and end the ones still running."""
-    pool.shutdown(wait=finished, cancel_futures=True)
-    if not finished:
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            process.terminate()
-
-
-def _replay(paths: list[str], found: list, outcomes: list[_Outcome], extra: tuple,
-            unread: list | None = None) -> tuple[list[_Outcome], list[tuple[str, str]]]:
-    """The runs read, and what was not read (path, why), after saying what a serial check says in its
-    order: per path, the Python warnings of loading and an `error:` line when nothing under it could be
-    read (raised instead when nothing at all could be); the runs' `warning:` lines; a --with error; then
-    run by run, the Python warnings of diagnosing and the first error."""
-    from .errors import InputError
-    from .read.assemble import lost_runs
-
+def _said(batch):
+    """Say what the check of many runs said, in its order (its Python warnings once each), then raise
+    the error that ended it, if one did."""
     registry: dict = {}            # one registry: a warning repeated by several runs is shown once
-
-    def say(said: tuple) -> None:
-        for message, category, filename, line in said:
-            warnings.warn_explicit(message, category, filename, line, registry=registry)
-
-    results = iter(outcomes)
-    loaded: list[_Outcome] = []
-    errors: list[InputError] = []           # a path nothing could be read from, beside others that could
-    not_read: list[tuple[str, str]] = []
-    for index, (source, group) in enumerate(zip(paths, found)):
-        if isinstance(group, Exception):
-            if not isinstance(group, InputError):
-                raise group
-            errors.append(group)
-            not_read.append((source, group.problem))
-            continue
-        mine, failed = [], []
-        for outcome in (next(results) for _ in group):
-            say(outcome.load_said)
-            error = outcome.load_error
-            if error is not None and not isinstance(error, InputError):
-                raise error
-            (mine.append(outcome) if error is None else failed.append((outcome.name, error)))
-        if not mine:
-            try:
-                lost_runs(source, failed, loaded=0)
-            except InputError as exc:
-                errors.append(exc)
-                not_read.append((source, exc.problem))
-            continue
-        lost = lost_runs(source, failed, loaded=len(mine))
-        if lost:
-            mine[0] = _with_lost(mine[0], lost)
-        not_read.extend((name, str(exc)) for name, exc in failed)
-        not_read.extend(unread[index] if unread else ())
-        loaded.extend(mine)
-    if not loaded and errors:
-        raise errors[0]
-    for error in errors:
-        print(f"error: {error}", file=sys.stderr)
-    for outcome in loaded:
-        for warning in outcome.warnings:
-            _say(f"warning: {outcome.name}: {warning}")
-    extra_error, extra_said = extra
-    say(extra_said)
-    if extra_error is not None:
-        raise extra_error
-    for outcome in loaded:
-        say(outcome.diagnose_said)
-        if outcome.error is not None:
-            raise outcome.error
-    return loaded, not_read
-
-
-def _with_lost(outcome: _Outcome, lost: tuple[str, ...]) -> _Outcome:
-    """The first readable run of a tree carries the notes on the runs that could not be read."""
-    diag = outcome.diagnosis
-    if diag is not None:
-        at = outcome.notes_at
-        diag = replace(diag, notes=diag.notes[:at] + lost + diag.notes[at:])
-    return outcome._replace(warnings=outcome.warnings + lost, diagnosis=diag, drawn=None)   # drawn again
-
-
-def _load_extra(with_files: list[str], options: dict):
-    from .read.assemble import load
-    from .read.run import merge_runs
-
-    return merge_runs("with", load(with_files, **options))
-
-
-def _with_note(with_files: list[str]) -> str:
-    return "merged series from " + ", ".join(with_files)
-
-
-def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int,
-                split_sources: bool) -> tuple[list[_Outcome], list[tuple[str, str]]]:
-    """Every run under `paths` checked with up to `jobs` worker processes, in order, and what was not
-    read; what is said on stderr, and which error ends the check, are the same for any number of jobs."""
-    from .errors import InputError
-    from .read.assemble import discover_tree
-
-    found: list = []
-    unread: list = []
-    for source in paths:            # a path that cannot be read is named; any other error ends the check
-        try:
-            runs, missed = discover_tree(source, split_sources=split_sources)
-            found.append(runs)
-            unread.append(missed)
-        except Exception as exc:    # noqa: BLE001 - raised in its turn by `_replay`
-            found.append(exc)
-            unread.append(())
-            if not isinstance(exc, InputError):
-                break
-    extra: tuple = (None, ())
-    if with_files:
-        merged, error, said = _caught(lambda: _load_extra(with_files, job.load_options), job.debug)
-        job = job._replace(extra=merged, extra_note=_with_note(with_files),
-                           skip_diagnosis=error is not None)
-        extra = (error, said)
-    tasks = [run_files for group in found if not isinstance(group, Exception) for run_files in group]
-    progress = bool(job.load_options.get("progress"))
-    return _replay(paths, found, _outcomes(job, tasks, jobs, progress), extra, unread)
+    for message in batch.messages:
+        if message.kind == "python":
+            warnings.warn_explicit(message.text, message.category, message.filename, message.lineno,
+                                   registry=registry)
+        elif message.kind == "error":
+            print(f"error: {message.text}", file=sys.stderr)
+        else:
+            _say(f"warning: {message.text}")
+    batch.raise_for_error()
+    return batch
 
 
 def _write(path: str, text: str) -> None:
@@ -705,10 +431,6 @@ def check(
         view = "full" if verbose else "quiet" if quiet else "auto"
         terminal = fmt == "terminal"
         color, width = _color(color_when), _width()
-        job = _Job(rules, settings, {"step_col": step_col, "progress": terminal, "refresh": refresh},
-                   trends=any(f in WITH_TRENDS for f in (fmt, *(o.format for o in outputs))),
-                   cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug,
-                   drawing={"width": width, "color": color, "shared": True} if terminal and verbose else None)
         if since or any(tags) or state or any("://" in str(p) for p in paths):
             from .advise import nightly
 
@@ -718,9 +440,14 @@ def check(
         if last_pass and not groups:
             raise ConfigError("--baseline last-pass: compares the runs of a selection; give a project, e.g. "
                               "wandb://ENTITY/PROJECT --since 7d")
-        checked, not_read = _check_runs(selected, with_files, job, jobs=settings.jobs,
-                                       split_sources=split_sources)
-        diagnoses = [outcome.diagnosis for outcome in checked]
+        from .batch import check_many
+
+        batch = _said(check_many(
+            selected, settings=settings, rules=rules, with_files=with_files, split_sources=split_sources,
+            step_col=step_col, refresh=refresh, gpus=gpus, gpu_hour_cost=gpu_hour_cost, progress=terminal,
+            trends=any(f in WITH_TRENDS for f in (fmt, *(o.format for o in outputs))), debug=debug,
+            draw={"width": width, "color": color, "shared": True} if terminal and verbose else None))
+        diagnoses = batch.diagnoses
         comparisons = []
         if baseline is not None:
             from .advise.baseline import compare
@@ -732,8 +459,8 @@ def check(
                 comparisons = [compare(before, d) for d in diagnoses]
         chosen, _ = choose(rules, settings.select, settings.ignore)
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
-                   "settings": settings, "view": view, "not_read": tuple(not_read)}
-        drawn = [outcome.drawn for outcome in checked]
+                   "settings": settings, "view": view, "not_read": batch.not_read}
+        drawn = [run.drawn for run in batch.runs]
         for target, target_fmt in outputs:       # files: no colour, 100 columns, the stdout parts when alike
             same = terminal and width == 100 and not color
             report = render(diagnoses, target_fmt, width=100, color=False, drawn=drawn if same else None, **options)

@@ -21,6 +21,7 @@ from typer.core import TyperCommand, TyperGroup
 from ._version import __version__
 from .errors import ConfigError, StabdiagError
 from .probe.cli import app as probe_app
+from .report import FORMATS
 
 
 class _LazyCoercion:
@@ -324,35 +325,24 @@ def _baseline(path: str, with_files: list[str], step_col: Optional[str], rules, 
     return _diagnose_all(runs, rules, settings)[0]
 
 
-def _with_comparisons(text: str, fmt: str, comparisons) -> str:
-    """The report with the baseline comparison added in the format's own way."""
-    if not comparisons:
-        return text
-    from .report import comparison  # every name in it escaped for the format (report._escape)
+def _listed(words: list[str]) -> str:
+    return f"{', '.join(words[:-1])} or {words[-1]}"
 
-    if fmt == "json":
-        doc = json.loads(text)
-        doc["comparisons"] = [c.to_dict() for c in comparisons]
-        return json.dumps(doc, indent=2, allow_nan=False) + "\n"
-    if fmt == "markdown":
-        return text + "\n" + "\n".join(comparison.markdown(c) for c in comparisons)
-    if fmt == "github":
-        return text + "".join(comparison.github(c) for c in comparisons)
-    if fmt == "terminal":
-        return text + "\n" + "".join(comparison.text(c) for c in comparisons)
-    return text
+
+# the formats as the registry lists them: a new format shows here with no change to this file
+_FORMAT_HELP = "What stdout gets: " + _listed([name + (f" ({fmt.note})" if fmt.note else "")
+                                               for name, fmt in FORMATS.items()]) + "."
+_OUTPUT_HELP = ("Also write a report to FILE, in the format its extension names ("
+                + ", ".join(fmt.extensions[0] + ("" if fmt.extensions[0][1:] == name else f" {name}")
+                            for name, fmt in FORMATS.items() if fmt.extensions)
+                + "); repeat for several, all from one read.")
 
 
 @app.command(cls=_Command)
 def check(
     paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
-    format: Optional[str] = typer.Option(None, "--format", "-f", metavar="FORMAT",
-                                         help="What stdout gets: terminal (default), json, junit, markdown, "
-                                              "html or github (annotations)."),
-    output: list[str] = typer.Option([], "--output", "-o", metavar="FILE",
-                                     help="Also write a report to FILE, in the format its extension names "
-                                          "(.json, .xml JUnit, .md, .html, .txt); repeat for several, "
-                                          "all from one read."),
+    format: Optional[str] = typer.Option(None, "--format", "-f", metavar="FORMAT", help=_FORMAT_HELP),
+    output: list[str] = typer.Option([], "--output", "-o", metavar="FILE", help=_OUTPUT_HELP),
     fail_on: Optional[str] = typer.Option(None, "--fail-on",
                                           help="Exit 1 on findings at or above: warn or fail "
                                                "(default: fail, or the config file's)."),
@@ -408,10 +398,10 @@ def check(
     def body() -> None:
         from .judge.config import parse_jobs
         from .judge.selection import choose
-        from .report import FORMATS, render
-        from .report.outputs import WITH_TRENDS, plan
+        from .report import render, with_comparisons
+        from .report.outputs import plan, with_trends
 
-        fmt = _choice("--format", format or "terminal", FORMATS)
+        fmt = _choice("--format", format or "terminal", tuple(FORMATS))
         last_pass = baseline == "last-pass"
         for target in output:        # the inputs are read-only: said before anything else about a target
             _refuse_to_overwrite("--output", target, [*paths, *with_files, None if last_pass else baseline])
@@ -445,7 +435,7 @@ def check(
         batch = _said(check_many(
             selected, settings=settings, rules=rules, with_files=with_files, split_sources=split_sources,
             step_col=step_col, refresh=refresh, gpus=gpus, gpu_hour_cost=gpu_hour_cost, progress=terminal,
-            trends=any(f in WITH_TRENDS for f in (fmt, *(o.format for o in outputs))), debug=debug,
+            trends=with_trends([fmt, *(o.format for o in outputs)]), debug=debug,
             draw={"width": width, "color": color, "shared": True} if terminal and verbose else None))
         diagnoses = batch.diagnoses
         comparisons = []
@@ -464,10 +454,10 @@ def check(
         for target, target_fmt in outputs:       # files: no colour, 100 columns, the stdout parts when alike
             same = terminal and width == 100 and not color
             report = render(diagnoses, target_fmt, width=100, color=False, drawn=drawn if same else None, **options)
-            _write(target, _with_comparisons(report, target_fmt, comparisons))
+            _write(target, with_comparisons(report, target_fmt, comparisons))
         report = render(diagnoses, fmt, width=width, color=color, drawn=drawn if terminal else None, **options)
-        sys.stdout.write(_with_comparisons(report, fmt, comparisons))
-        if fmt == "junit":
+        sys.stdout.write(with_comparisons(report, fmt, comparisons))
+        if FORMATS[fmt].comparisons_on_stderr:
             for c in comparisons:
                 _say(f"baseline: {c.summary}")
         from .judge.diagnosis import exit_code_of

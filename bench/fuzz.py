@@ -57,7 +57,7 @@ from fuzz_cases import FAILURES, make_case, run_case, write_case  # noqa: E402
 def _worker(conn, seed: int, memory_mb: int, workdir: str) -> None:
     import resource
 
-    import stabdiag.cli  # noqa: F401  (imported before the limit: the limit is for the cases)
+    from stabdiag.cli import app  # noqa: F401  (built before the limit: the limit is for the cases)
 
     corpus = fuzz_corpus.build(seed, Path(workdir))
     if memory_mb:

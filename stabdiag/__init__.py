@@ -5,6 +5,8 @@
     diag = stabdiag.diagnose(run)
     print(diag.root_layer, [f.message for f in diag.root_findings()])
 
+    batch = stabdiag.check_many(["runs/"], jobs=8)      # a tree of runs, checked as `stabdiag check` does
+
 The public names load on first use (PEP 562): `import stabdiag`, and so `stabdiag --version`, read no
 numpy and no rule file.
 """
@@ -20,17 +22,19 @@ from ._version import __version__
 from .errors import ConfigError, InputError, MissingExtraError, RuleError, StabdiagError
 
 if TYPE_CHECKING:
+    from .batch import check_many
     from .judge.diagnosis import Diagnosis, Finding, LayerResult, Status, Unknown
     from .judge.rules import Rule, get_rule
     from .read.run import Run, Series
 
-__all__ = ["__version__", "load", "diagnose", "render", "get_rule", "list_rules", "Run", "Series",
+__all__ = ["__version__", "load", "diagnose", "check_many", "render", "get_rule", "list_rules", "Run", "Series",
            "Diagnosis", "Finding", "LayerResult", "Status", "Unknown", "Rule", "StabdiagError",
            "InputError", "RuleError", "ConfigError", "MissingExtraError"]
 
-_LAZY = {"Diagnosis": ".judge.diagnosis", "Finding": ".judge.diagnosis", "LayerResult": ".judge.diagnosis",
-         "Status": ".judge.diagnosis", "Unknown": ".judge.diagnosis", "Rule": ".judge.rules",
-         "get_rule": ".judge.rules", "load_rules": ".judge.rules", "Run": ".read.run", "Series": ".read.run"}
+_LAZY = {"check_many": ".batch", "Diagnosis": ".judge.diagnosis", "Finding": ".judge.diagnosis",
+         "LayerResult": ".judge.diagnosis", "Status": ".judge.diagnosis", "Unknown": ".judge.diagnosis",
+         "Rule": ".judge.rules", "get_rule": ".judge.rules", "load_rules": ".judge.rules",
+         "Run": ".read.run", "Series": ".read.run"}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

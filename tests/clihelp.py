@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from stabdiag.cli import _app_for
+from stabdiag.cli import app_for
 from stabdiag.read.assemble import load
 
 runner = CliRunner()
@@ -18,8 +18,8 @@ def one(path):
 
 
 def cli(*args):
-    # the app `stabdiag ARGS` runs: the whole app, or the one command ARGS names (cli._app_for)
-    result = runner.invoke(_app_for(list(args)), list(args))
+    # the app `stabdiag ARGS` runs: the whole app, or the one command ARGS names (stabdiag.cli.app_for)
+    result = runner.invoke(app_for(list(args)), list(args))
     assert "Traceback" not in result.output
     return result
 

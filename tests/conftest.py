@@ -18,14 +18,14 @@ def pytest_addoption(parser):
 
 @pytest.fixture(autouse=True, scope="session")
 def _every_json_report_follows_the_schema():
-    import stabdiag.cli
+    import stabdiag.report
     import stabdiag.report.json
     import stabdiag.report.signals
     from stabdiag.report.schema import validate
 
     check_render = stabdiag.report.json.render
     signals_dict = stabdiag.report.signals.signals_dict
-    with_comparisons = stabdiag.cli._with_comparisons
+    with_comparisons = stabdiag.report.with_comparisons
 
     def render(*args, **kwargs):
         text = check_render(*args, **kwargs)
@@ -46,5 +46,5 @@ def _every_json_report_follows_the_schema():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stabdiag.report.json, "render", render)
         patch.setattr(stabdiag.report.signals, "signals_dict", signals)
-        patch.setattr(stabdiag.cli, "_with_comparisons", compared)
+        patch.setattr(stabdiag.report, "with_comparisons", compared)
         yield

@@ -195,21 +195,21 @@ def test_heavy_modules_stay_out_of_import_and_check_help():
 def test_one_command_app_reads_as_the_whole_app(tmp_path):
     # `stabdiag check ...` runs an app holding only check (typer builds every command at each start):
     # each command's help, a usage error and a run's report must read exactly as through the whole app
-    from stabdiag.cli import _app_for
+    from stabdiag.cli import app_for
 
     names = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands]
     assert "check" in names and len(names) > 1
     for name in names:
-        solo = _app_for([name, "--help"])
+        solo = app_for([name, "--help"])
         assert [c.callback for c in solo.registered_commands] == \
             [c.callback for c in app.registered_commands if (c.name or c.callback.__name__.replace("_", "-")) == name]
         whole, alone = runner.invoke(app, [name, "--help"]), runner.invoke(solo, [name, "--help"])
         assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), name
     args = ["check", str(SAMPLES / "grpo_math_reward_hacking"), "--no-such-flag"]
-    whole, alone = runner.invoke(app, args), runner.invoke(_app_for(args), args)
+    whole, alone = runner.invoke(app, args), runner.invoke(app_for(args), args)
     assert whole.exit_code == alone.exit_code == 2 and alone.output == whole.output
     args = ["check", str(SAMPLES / "grpo_math_reward_hacking"), "--format", "json"]
-    whole, alone = runner.invoke(app, args), runner.invoke(_app_for(args), args)
+    whole, alone = runner.invoke(app, args), runner.invoke(app_for(args), args)
     assert whole.exit_code == alone.exit_code == 1 and alone.stdout == whole.stdout
     for args in (["rules", "list"], ["--version"], [], ["chek"]):
-        assert _app_for(args) is app
+        assert app_for(args) is app

@@ -96,6 +96,18 @@ def test_version_and_import_load_no_numpy(tmp_path):
         assert not found, f"{' '.join(args)} imported " + explain(found)
 
 
+def test_version_answers_before_the_cli_is_built(tmp_path):
+    # `stabdiag --version` is the app's eager option, said by stabdiag.cli.main before typer loads (issue 42:
+    # at most 3x Python's own start); the other commands' modules stay out of a check
+    found = imported(["--version"], ("typer", "click", "rich", "stabdiag.cli._app"), tmp_path)
+    assert not found, "--version imported " + explain(found)
+    path = small_csv(tmp_path)
+    others = ("stabdiag.cli.plot", "stabdiag.cli.signals", "stabdiag.cli.watch", "stabdiag.cli.rules",
+              "stabdiag.cli.methods", "stabdiag.probe")
+    found = imported(["check", str(path)], others, tmp_path)
+    assert not found, "check imported " + explain(found)
+
+
 # What a CSV does not need, each a few ms of a cold start: the other formats' readers (the console readers'
 # regexes and a console's ending, sqlite3 for MLflow, html.parser for notebooks), tomllib (the shipped
 # checklist comes from its cache, and a pyproject.toml with no [tool.stabdiag] is not parsed), rich's emoji

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from stabdiag import cli
+from stabdiag import batch
 from stabdiag.cli import app
+from stabdiag.cli.check import said
 from stabdiag.errors import ConfigError, InputError, MissingExtraError, RuleError
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
@@ -145,14 +146,19 @@ def test_python_m_with_a_pool_matches_one_job(tree):
 
 
 def test_python_warnings_of_the_runs_are_said_once_in_run_order(capsys):
-    said = (("odd column", UserWarning, "loader.py", 7),)
-    outcomes = [cli._Outcome("a", warnings=("w-a",), load_said=said, diagnosis="A"),
-                cli._Outcome("b", warnings=("w-b",), load_said=said, diagnosis="B", diagnose_said=(
+    odd = (("odd column", UserWarning, "loader.py", 7),)
+    outcomes = [batch._Outcome("a", warnings=("w-a",), load_said=odd, diagnosis="A"),
+                batch._Outcome("b", warnings=("w-b",), load_said=odd, diagnosis="B", diagnose_said=(
                     ("late", UserWarning, "engine.py", 9),))]
     found = [["a-files", "b-files"]]
+    checked = batch._replay(["tree"], found, outcomes, (None, ()))
+    assert [run.diagnosis for run in checked.runs] == ["A", "B"] and checked.error is None
+    assert [(m.kind, m.text) for m in checked.messages] == [("python", "odd column"), ("python", "odd column"),
+                                                             ("warning", "a: w-a"), ("warning", "b: w-b"),
+                                                             ("python", "late")]
     with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter("default")
-        assert [o.diagnosis for o in cli._replay(["tree"], found, outcomes, (None, ()))[0]] == ["A", "B"]
+        said(checked)
     assert [str(w.message) for w in shown] == ["odd column", "late"]
     assert capsys.readouterr().err == "warning: a: w-a\nwarning: b: w-b\n"
 

@@ -1,5 +1,5 @@
 """Several reports from one read: `check -o r.json -o r.xml -o r.md` writes each file in the format its
-extension names, while `--format` sets what goes to stdout."""
+extension names (report.FORMATS), while `--format` sets what goes to stdout."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import ConfigError
+from . import FORMATS
 
-EXTENSIONS = {".json": "json", ".xml": "junit", ".md": "markdown", ".markdown": "markdown", ".txt": "terminal",
-              ".html": "html", ".htm": "html"}
-WITH_TRENDS = ("terminal", "markdown", "html")      # formats that draw the signals (sparklines, timelines)
+EXTENSIONS = {ext: name for name, fmt in FORMATS.items() for ext in fmt.extensions}   # ".xml" -> "junit"
 
 
 class Output(NamedTuple):
@@ -26,8 +25,7 @@ def format_of(path: str, fallback: str | None) -> str:
         return EXTENSIONS[suffix]
     if fallback is not None:
         return fallback
-    known = ", ".join(dict.fromkeys(EXTENSIONS))
-    raise ConfigError(f"--output {path}: cannot tell the format from the name; end it in {known}, "
+    raise ConfigError(f"--output {path}: cannot tell the format from the name; end it in {', '.join(EXTENSIONS)}, "
                       "or give --format")
 
 
@@ -42,3 +40,8 @@ def plan(paths: list[str], fallback: str | None) -> list[Output]:
         seen.add(key)
         out.append(Output(path, format_of(path, fallback)))
     return out
+
+
+def with_trends(formats) -> bool:
+    """Whether any of these formats draws the signals, so that the runs are judged with their trends."""
+    return any(FORMATS[name].trends for name in formats)

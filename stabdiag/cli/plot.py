@@ -1,0 +1,64 @@
+"""`stabdiag plot`: each run's timeline drawn to an image (stabdiag.report.plot), one per run."""
+
+# No `from __future__ import annotations`: typer reads the annotations at each start (see _typer.py).
+from typing import Optional
+
+import typer
+
+from ..errors import ConfigError
+from ._files import diagnose_all, load_runs, refuse_to_overwrite
+from ._guard import choice, guarded
+from ._settings import ISOLATED_HELP, NO_GUESS_HELP, SPLIT_SOURCES_HELP, settings_for
+
+
+def plot(
+    paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Image file, or a folder for one "
+                                                                      "image per run (default: RUN.timeline.png)."),
+    format: Optional[str] = typer.Option(None, "--format", "-f", help="png or svg (default: from -o, else png)."),
+    mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY: read SIGNAL from your metric KEY."),
+    select: list[str] = typer.Option([], "--select", help="Only these rule ids or prefixes."),
+    ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids or prefixes."),
+    params: list[str] = typer.Option([], "--param", help="RULE.NAME=VALUE: override a rule parameter."),
+    with_files: list[str] = typer.Option([], "--with", help="Extra series to merge into each run."),
+    rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
+    config: Optional[str] = typer.Option(None, "--config", help="Config file instead of the one found."),
+    isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
+    step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    split_sources: bool = typer.Option(False, "--split-sources", help=SPLIT_SOURCES_HELP),
+    no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+) -> None:
+    """Draw each run's timeline: four layer panels, findings shaded, the first NaN/Inf marked."""
+    def body() -> None:
+        from pathlib import Path
+
+        from ..report._escape import visible
+        from ..report.plot import FORMATS, default_name
+        from ..report.plot import plot as draw
+
+        suffix = Path(output).suffix.lstrip(".").lower() if output else ""
+        if suffix and suffix not in FORMATS and not Path(output).is_dir():
+            raise ConfigError(f"-o {output}: stabdiag plot writes {' or '.join(FORMATS)}; name the file "
+                              f"{' or '.join('.' + f for f in FORMATS)}, or give a folder")
+        fmt = choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
+        refuse_to_overwrite("--output", output, [*paths, *with_files])
+        settings, rules = settings_for(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
+                                                       "no-guess": no_guess, "map": mapping, "param": params},
+                                       isolated)
+        runs = load_runs(paths, with_files, step_col, progress=False, refresh=False, split_sources=split_sources)
+        folder = output is not None and (Path(output).is_dir() or not suffix)
+        if len(runs) > 1 and output is not None and not folder:
+            raise ConfigError(f"-o {output}: the input holds {len(runs)} runs; give a folder to write one "
+                              "image per run")
+        if folder:
+            Path(output).mkdir(parents=True, exist_ok=True)
+        for run, diag in zip(runs, diagnose_all(runs, rules, settings)):
+            target = (str(Path(output) / default_name(run.name, fmt)) if folder
+                      else output or default_name(run.name, fmt))
+            refuse_to_overwrite("--output", target, [*paths, *with_files])
+            draw(run, diag, target, fmt, mapping=settings.map)
+            root = "no layer failed" if diag.root_layer is None else f"root layer {diag.root_layer}"
+            print(visible(f"wrote {target} ({diag.run}: {diag.verdict}, {root})"))
+
+    guarded(body, debug)

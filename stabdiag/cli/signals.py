@@ -1,0 +1,37 @@
+"""`stabdiag signals`: which metric key feeds each canonical signal (stabdiag.signals.resolve)."""
+
+# No `from __future__ import annotations`: typer reads the annotations at each start (see _typer.py).
+import sys
+from typing import Optional
+
+import typer
+
+from ._files import load_runs
+from ._guard import choice, guarded
+from ._settings import ISOLATED_HELP, NO_GUESS_HELP, SPLIT_SOURCES_HELP, settings_for
+
+
+def signals(
+    paths: list[str] = typer.Argument(..., help="Run files, directories or URIs."),
+    format: str = typer.Option("text", "--format", "-f", help="text or json."),
+    mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY overrides."),
+    step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    split_sources: bool = typer.Option(False, "--split-sources", help=SPLIT_SOURCES_HELP),
+    no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
+    isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+) -> None:
+    """Show which of your metric keys feeds each canonical signal, what was guessed, and what stayed unmapped."""
+    def body() -> None:
+        from ..report.signals import render_signals
+        from ..signals.resolve import parse_mapping
+        from ..signals.resolve import resolve as resolve_signals
+
+        fmt = choice("--format", format, ("text", "json"))
+        user_map = parse_mapping(mapping)
+        settings, _ = settings_for(paths, None, {"no-guess": no_guess}, isolated)   # the config file's no-guess too
+        runs = load_runs(paths, [], step_col, progress=fmt == "text", refresh=False, split_sources=split_sources)
+        resolved = [resolve_signals(r, user_map, guess=not settings.no_guess) for r in runs]
+        sys.stdout.write(render_signals(resolved, fmt))
+
+    guarded(body, debug)

@@ -58,10 +58,14 @@ def make_series(key: str, spec: dict, default_seed: int = 0) -> Series:
 
 
 def make_run(name: str, series_specs: dict[str, dict], ending: dict | None = None,
-             config: dict | None = None) -> Run:
+             config: dict | None = None, draw: int = 0) -> Run:
     """A run from series specs; `ending` ({kind, message, planned}) is how its console said it ended,
-    `config` the run's configuration (as read from its config files)."""
-    series = {key: make_series(key, spec, i) for i, (key, spec) in enumerate(series_specs.items())}
+    `config` the run's configuration (as read from its config files).  `draw` > 0 gives every series a
+    noise draw of its own other than the spec's (the same draw number gives the same run)."""
+    def seeded(spec: dict, i: int) -> dict:
+        return spec if draw == 0 else {**spec, "seed": 7919 * draw + int(spec.get("seed", i))}
+
+    series = {key: make_series(key, seeded(spec, i), i) for i, (key, spec) in enumerate(series_specs.items())}
     meta = {}
     if ending is not None:
         last = max(int(s.steps[-1]) for s in series.values()) if series else None

@@ -29,7 +29,7 @@ SLICE = (
     "near-divergence-001", "near-length-001", "near-zero-std-001", "near-kl-entropy-000",
     "near-loss-spike-zero-001", "near-grad-spike-001", "near-logprob-001",
     # each layer's failures
-    "reward-hack-000", "length-confound-002", "zero-variance-000", "difficulty-trap-001",
+    "reward-hack-001", "length-confound-002", "zero-variance-000", "difficulty-trap-001",
     "kl-entropy-collapse-002", "entropy-floor-001", "loss-spike-001", "explosion-precursor-002",
     "explosion-sudden-002", "nan-in-reward-000", "nan-in-logprob-000", "nan-in-grad-norm-002",
     "logprob-onset-000", "version-lag-002",

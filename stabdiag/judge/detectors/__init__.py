@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param, Quiet
 from .clipping import fraction_held_high
+from .divergence import growth_while_flat, trend_divergence
 from .ending import ended_unfinished
 from .levels import level_above, log_ratio_off
 from .numeric import (
@@ -38,11 +39,9 @@ from .spikes import rising_trend_before_event, spike_vs_ema, spike_vs_recent
 from .trends import (
     component_divergence,
     fraction_climb_while_rising,
-    growth_while_flat,
     growth_while_steady,
     high_fraction_sustained,
     rise_from_best,
-    trend_divergence,
 )
 from .value import value_head_diverging
 
@@ -61,38 +60,41 @@ def _bound(name: str, low: float, high: float, meaning: str) -> Param:
 
 
 _DIVERGENCE = (
-    _p("min_steps", 5, 1e6, "shortest rise judged, in steps: a shorter run is not judged, and a rise that "
-                            "peaks within its first min_steps is not read as one"),
-    _p("min_rise_z", 1, 20, "how sure: the rise's trend in standard errors, corrected for autocorrelation"),
-    _p("min_rise_share", 0.01, 1, "how large: the rise as a share of the rising curve's own range"),
-    _p("min_rise_sd", 0, 100, "... and in the rising curve's own batch-to-batch sds (a standardized effect "
-                              "size, not a test)"),
-    _p("max_flat_gain_rel", 0, 1, "an eval gaining more than this fraction of its own scale over the rise "
-                                  "(and clear of its noise) tracks it"),
-    _p("max_flat_upper_rel", 0, 1, "flat only if its gain plus flat_se standard errors stays under this "
-                                   "fraction of its scale (in the reward's unit, see max_flat_share)"),
-    _p("flat_se", 0.5, 5, "standard errors added to an eval's gain before calling it flat"),
-    _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets the start level (and the run's end, "
-                               "which must keep a small rise)"),
-    _p("min_flat_points", 3, 1e6, "fewest eval points inside the rise needed to read an eval"),
-    _p("min_covered_frac", 0.1, 1, "an eval whose points see less of the rise than this is not read"),
+    _p("min_steps", 5, 1e6, "shortest rise judged, in steps: a shorter run is not judged, and a rise done "
+                            "within its first min_steps is not read as one"),
+    _p("min_rise_z", 1, 20, "how sure: the interval of the rise (end level minus start level) is this many "
+                            "standard errors either side, from the curve's own noise; the same number decides "
+                            "whether an eval followed"),
+    _p("min_rise_share", 0.01, 1, "how large: the rise as a share of the rising curve's smoothed range"),
+    _p("min_rise_sd", 0, 100, "... and in sds of the rising curve's noise (a standardized effect size, not a "
+                              "test)"),
+    _p("max_flat_gain_rel", 0, 1, "an eval that surely gains this fraction of its own scale followed the rise"),
+    _p("max_flat_upper_rel", 0, 1, "where the rise and an eval do not share a 0..1 unit, an eval whose gain, "
+                                   "flat_se standard errors higher, stays under this fraction of its scale did "
+                                   "not follow"),
+    _p("flat_se", 0.5, 5, "standard errors either side of an eval's change (its own noise)"),
+    _p("edge_frac", 0.01, 0.5, "fraction of the step span whose mean sets the start level (and the end level)"),
+    _bound("min_flat_points", 3, 1e6, "fewest eval points over the stretch needed to read an eval"),
+    _bound("min_covered_frac", 0.1, 1, "an eval whose first and last thirds of points see less of the rise than "
+                                       "this is not read"),
     _p("min_tracking_gain", 0, 1, "where the rising curve and an eval both lie on 0..1, an eval that follows "
-                                  "gains at least this share of the rise (into the room it has left); an eval "
-                                  "whose gain plus flat_se standard errors stays under it is flat, and where the "
-                                  "rising curve is a mean of 0/1 rewards (a success rate) flat also needs that"),
-    _p("max_flat_share", 0, 1, "where both lie on 0..1, an eval gaining under this share of the rise that also "
-                               "rules out min_tracking_gain of it is flat, though its gain may be sure"))
+                                  "gains at least this share of the rise (carried over on the logit scale, into "
+                                  "the room it has left)"),
+    _p("max_flat_share", 0, 1, "... and an eval that did not follow gained under this share of it"))
 
 DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("trend_divergence", trend_divergence, _DIVERGENCE),
     DetectorSpec("component_divergence", component_divergence, _DIVERGENCE),
     DetectorSpec("growth_while_flat", growth_while_flat, (
         _p("min_growth_ratio", 1.1, 100, "end level / start level that counts as growth"),
-        _p("max_flat_gain_rel", 0, 1, "an eval gaining more than this fraction of its level is not flat"),
-        _p("min_gain_se", 0.5, 10, "... and more than this many standard errors of its gain"),
-        _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets the start and end levels"),
+        _p("max_flat_gain_rel", 0, 1, "an eval surely gaining this fraction of its own scale improved"),
+        _p("max_flat_upper_rel", 0, 1, "an eval whose gain, min_gain_se standard errors higher, stays under "
+                                       "this fraction of its scale did not"),
+        _p("min_gain_se", 0.5, 10, "how sure: the growth's and each eval's change are read this many standard "
+                                   "errors either side, from each curve's own noise"),
+        _p("edge_frac", 0.01, 0.5, "fraction of the step span whose mean sets the start and end levels"),
         _bound("min_steps", 5, 1e6, "shortest run judged, in steps"),
-        _p("min_flat_points", 3, 1e6, "fewest eval points needed to read an eval"))),
+        _bound("min_flat_points", 3, 1e6, "fewest eval points needed to read an eval"))),
     DetectorSpec("high_fraction_sustained", high_fraction_sustained, (
         _p("min_frac", 0.05, 1, "fraction (0-1) that counts as high"),
         _p("min_stretch_steps", 1, 1e6, "shortest high stretch, in steps (a shorter run is not judged)"),

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 
 from ..errors import ConfigError, InputError
+from ._beside import join_consoles
 from ._paths import cannot_open, inside, special_kind, why_not_readable
 from ._peers import split_peers
 from .ending import settled_meta
@@ -124,7 +125,7 @@ def _discover(source: str | os.PathLike[str], split_sources: bool, seen: dict) -
         runs.append(RunFiles(name=_display_name(root, source), files=tuple(groups[root]), root=root,
                              refused=refused_here))
     if not split_sources:
-        runs = split_peers(runs, dict(claimed), **seen["peers"])
+        runs = join_consoles(split_peers(runs, dict(claimed), **seen["peers"]), dict(claimed))
     return _with_skipped(_members(runs, source, selector, dict(claimed)), unreadable)
 
 
@@ -139,7 +140,7 @@ def load_run(run_files: RunFiles, **options) -> Run:
     for loader, folder, paths in _source_groups(run_files.files):
         try:
             group = getattr(loader, "load_group", None)
-            if run_files.member is not None:
+            if run_files.member is not None and hasattr(loader, "load_member"):
                 part = loader.load_member(paths[0], run_files.member, **options)
             else:
                 part = group(list(paths), **options) if group is not None else loader.load(paths[0], **options)
@@ -282,9 +283,11 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
     out: list[RunFiles] = []
     stored: list[tuple[RunFiles, str, str, str, str]] = []     # (run files, path, id, name, experiment)
     store_label: dict[str, str] = {}
+    beside: dict[int, tuple[str, ...]] = {}     # a store's one run: the loose logs beside it (see below)
     stores = 0
     for run in runs:
         rest = []
+        first = len(stored)
         for path in run.files:
             listing = getattr(loaders.get(path), "members", None)
             if listing is None:
@@ -295,7 +298,11 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
             store = loaders[path].store_of(path) if hasattr(loaders[path], "store_of") else path
             store_label[path] = os.path.relpath(store, source) if inside(store, source) and \
                 os.path.normpath(store) != os.path.normpath(source) else os.path.basename(store)
-        if rest:
+        if rest and len(stored) - first == 1 and selector is None:
+            # a store that holds one run and logs beside it (the loop's console): one training run, read
+            # together; a console there is never a run of its own
+            beside[first] = tuple(rest)
+        elif rest:
             out.append(run if len(rest) == len(run.files) else replace(run, files=tuple(rest)))
     if selector is not None and not stored:
         what = "an MLflow store" if not stores else f"a run that matches {selector.describe()}"
@@ -310,7 +317,12 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
         # the run name, with its experiment, then its store, then its id where names repeat
         name = next(label for level, label in enumerate(labels[i])
                     if level == 3 or sum(1 for other in labels if other[level] == label) == 1)
-        out.append(RunFiles(name=name, files=(path,), root="", refused=run.refused, member=run_id))
+        logs = beside.get(i, ())
+        said = ", ".join(os.path.basename(p) for p in logs) + ":"
+        notes = (f"{said} read with the MLflow run beside it, the store's only run (a log beside a store is never "
+                 "a run of its own)",) if logs and not any(n.startswith(said) for n in run.notes) else ()
+        out.append(RunFiles(name=name, files=(path, *logs), root="", refused=run.refused, member=run_id,
+                            notes=run.notes + notes))
     return out
 
 

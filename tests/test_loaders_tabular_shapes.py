@@ -146,3 +146,20 @@ def test_a_kind_that_names_its_key_keeps_it_and_names_stay_unique(tmp_path):
     run = one(tmp_path / "m.jsonl")
     assert set(run.series) == {"reward", "loss", "eval/reward", "eval_loss"}
     assert not run.resumed
+
+
+def test_a_loops_jsonl_with_iter_and_its_own_mismatch_names_judges_layer_4(tmp_path):
+    # json.dumps of the loop's dict each iteration: its own words for the rollout-vs-trainer gap and weights
+    rng = np.random.default_rng(3)
+    write_jsonl(tmp_path / "grpo.jsonl", [
+        {"iter": i, "reward": 0.3 + 0.002 * i + rng.normal(0, 0.02), "kl": 0.001 * i, "loss": rng.normal(0, 0.05),
+         "vllm_vs_fsdp_logprob_gap": 0.02 + rng.normal(0, 0.002), "is_weight_mean": 1.0 + rng.normal(0, 0.01)}
+        for i in range(1, 151)])
+    run = one(tmp_path / "grpo.jsonl")
+    signals = resolve(run)
+    assert signals.get("logprob_delta").key == "vllm_vs_fsdp_logprob_gap"
+    assert signals.get("is_ratio_mean").key == "is_weight_mean"
+    from stabdiag.judge.engine import diagnose
+
+    layer4 = diagnose(run).layers[3]
+    assert layer4.status.value != "unknown", layer4

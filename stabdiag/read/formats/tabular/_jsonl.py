@@ -92,8 +92,10 @@ def _no_cycle_collection():
             gc.enable()
 
 
-def _records(path: str, linenos: list[int], values: list, lifter: Lifter, what: str = "line") -> list[dict]:
-    """The records' objects, each payload lifted to the record's level (Lifter)."""
+def _records(path: str, linenos: list[int], values: list, lifter: Lifter | None = None,
+             what: str = "line") -> list[dict]:
+    """The records' objects, each payload lifted to the record's level (Lifter: one for a whole file keeps
+    the names the same from block to block; stabdiag watch's follower passes none, a new one per chunk)."""
     if set(map(type, values)) != {dict}:
         lineno = next(n for n, obj in zip(linenos, values) if type(obj) is not dict)
         raise InputError(path, f"each {what} must be a JSON object", line=lineno)
@@ -101,6 +103,7 @@ def _records(path: str, linenos: list[int], values: list, lifter: Lifter, what: 
     wrappers = [name for name in PAYLOADS if dict in set(map(type, map(dict.get, values, repeat(name, len(values)))))]
     if not wrappers:
         return values
+    lifter = lifter if lifter is not None else Lifter()
     lifter.decide_main(values)
     return [lifter.lift(obj, wrappers) for obj in values]
 

@@ -46,6 +46,14 @@ _LIT_GPT_DONE = re.compile(r"^Training time: [\d.]+s$|\[after training is done\]
 _LAUNCHER_OK = re.compile(r"\[launch\.py:\d+:main\] Process \d+ exits successfully")
 _LAUNCHER_FAILED = re.compile(r"\[launch\.py:\d+:main\] (?:Process \d+ exits with return code|Killing subprocess)")
 IGNORED_AT_EXIT = "Exception ignored in"
+# the literals, lowered, of which a line the patterns above match holds one: a tail (most of them) that holds
+# none is not searched line by line, and only the lines that hold one are (a pattern tried at every position
+# of a verl tail's long lines costs more than the whole read; see console._last_index)
+_COMPLETION_LITERALS = ("train_runtime", "training completed", "training finished", "final validation metrics",
+                        "saving the final model", "saving final", "final checkpoint", "final model saved",
+                        "evaluating", "training time:", "after training is done", "launch.py")
+NOISE_LITERALS = ("destroyed before we destruct", "destroy_process_group", "added since pytorch", "wandb:",
+                  "exits successfully", IGNORED_AT_EXIT.lower())
 # each kind of evidence as the ending's message says it
 _WORDS = {"summary": "the trainer printed its final summary", "saved": "the final model was saved",
           "eval": "the final evaluation was printed", "done": "the trainer printed that training is done",
@@ -57,12 +65,24 @@ def is_exit_noise(line: str) -> bool:
     return _NOISE.search(line) is not None
 
 
-def completion(lines: list[str]) -> tuple[int, list[str]] | None:
+def may_hold(folded: str | bytes, literals: tuple[str, ...]) -> bool:
+    """`folded` (a text lowered) holds one of the literals."""
+    if isinstance(folded, bytes):
+        return any(literal.encode() in folded for literal in literals)
+    return any(literal in folded for literal in literals)
+
+
+def completion(lines: list[str], folded: str | bytes | None = None) -> tuple[int, list[str]] | None:
     """(index of the last line that says so, what says so, in words) when the lines show that training
-    completed; None when they do not."""
+    completed; None when they do not.  `folded` (the lines joined and lowered), when given, spares a tail
+    that holds none of the evidence's words the look at each line."""
+    if folded is not None and not may_hold(folded, _COMPLETION_LITERALS):
+        return None
     found: dict[str, tuple[int, str]] = {}
     launcher_failed = False
     for index, line in enumerate(lines):
+        if not may_hold(line.lower(), _COMPLETION_LITERALS):
+            continue
         kind = _kind_of(line)
         if kind is not None:
             found[kind[0]] = (index, kind[1])

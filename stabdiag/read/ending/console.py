@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from . import Ending, Planned
-from .completion import IGNORED_AT_EXIT, completion, is_exit_noise, says_summary
+from .completion import IGNORED_AT_EXIT, NOISE_LITERALS, completion, is_exit_noise, may_hold, says_summary
 
 _TAIL_LINES = 400
 _NONFINITE = re.compile(r"probability tensor contains either .?inf.?, .?nan.? or element < 0|loss is nan|"
@@ -117,9 +117,9 @@ def ending_of_console(text: str, source: str) -> Ending | None:
     tail = lines.since(_last_index(lines, _METRIC_RECORD, -1) + 1)
     quiet, noise = _without_exit_noise(tail)
     death = _death(quiet, source)
-    done = completion(tail.lines)
+    done = completion(tail.lines, tail.folded)
     if done is None and _last_index(lines, _FINISHED) is not None:   # the summary is itself a record
-        done = completion(lines.lines)
+        done = completion(lines.lines, lines.folded)
         done = (-1, done[1]) if done is not None else None
     if death is not None and done is not None and done[0] < death[0]:
         return Ending("finished", f"{_evidence(done[1])}; then {death[1].message} (shutdown noise after the "
@@ -139,6 +139,8 @@ def _evidence(words: list[str]) -> str:
 def _without_exit_noise(tail: _Lines) -> tuple[_Lines, str | None]:
     """The tail with every exit-time line blanked (same indexes), and the first such line that named a
     failure (NCCL), for the ending's message: those lines are never the death."""
+    if not may_hold(tail.folded, NOISE_LITERALS):      # most tails: nothing to blank
+        return tail, None
     kept, first, ignored = [], None, False
     for line in tail.lines:
         if line.startswith(IGNORED_AT_EXIT):         # a destructor's traceback at interpreter exit

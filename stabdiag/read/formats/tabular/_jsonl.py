@@ -104,6 +104,9 @@ def _records(path: str, linenos: list[int], values: list, lifter: Lifter | None 
     if not wrappers:
         return values
     lifter = lifter if lifter is not None else Lifter()
+    plain = lifter.plain(values, wrappers)
+    if plain is not None:
+        return plain
     lifter.decide_main(values)
     return [lifter.lift(obj, wrappers) for obj in values]
 

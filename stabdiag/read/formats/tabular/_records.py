@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from itertools import chain, repeat
 
 from ._columns import STEP_COLUMNS
 
@@ -52,6 +53,26 @@ class Lifter:
         for key, value in _leaves(obj[payload], ""):
             out.setdefault(self._name(kind, key), value)
         return out
+
+    def plain(self, values: list, wrappers: list[str]) -> list[dict] | None:
+        """The records lifted at C speed when they are untyped, wrap their metrics in one payload and nest
+        nothing in it (verl's FileLogger); None for any other block (then record by record, `lift`).  The
+        record's own keys come first and win over the payload's, as `lift` keeps them."""
+        if len(wrappers) != 1 or self._kinds or any(
+                str in set(map(type, map(dict.get, values, repeat(f, len(values))))) for f in KIND_FIELDS):
+            return None
+        wrapper = wrappers[0]
+        payloads = list(map(dict.get, values, repeat(wrapper, len(values))))
+        if set(map(type, payloads)) != {dict}:
+            return None
+        if dict in set(map(type, chain.from_iterable(map(dict.values, payloads)))):
+            return None
+        self._payloads[wrapper] += len(values)
+        rows = []
+        for obj, payload in zip(values, payloads):
+            top = {k: v for k, v in obj.items() if k != wrapper}
+            rows.append({**top, **payload, **top})
+        return rows
 
     def decide_main(self, values: list) -> None:
         """The main kind: the one most records of the first block with kinds have."""

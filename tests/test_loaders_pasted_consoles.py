@@ -147,3 +147,16 @@ def test_lr_at_end_is_read_from_the_run(tmp_path):
     half = lines[:25] + lines[-1:]
     (tmp_path / "train.log").write_text("\n".join(half) + "\n")
     assert one(tmp_path / "train.log").meta["ending"].kind == "collective"
+
+
+def test_a_key_printed_twice_at_a_few_steps_only_is_not_averaged(tmp_path):
+    # a train line each step, and an eval line that reuses the name every 10 steps: no accumulation
+    lines = []
+    for s in range(1, 41):
+        lines.append(f"step {s} | loss {2.0 - 0.01 * s:.4f}")
+        if s % 10 == 0:
+            lines.append(f"Eval step {s} | loss {2.5:.4f}")
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    run = one(tmp_path / "train.log")
+    assert not any("averaged per step" in n for n in run.notes)
+    assert run.series["loss"].values[9] == pytest.approx(2.5)     # the last write of step 10, as before

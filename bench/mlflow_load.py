@@ -14,8 +14,9 @@ after one warm-up read (imports and the OS page cache warm on both sides):
               library's sqlite3: the floor of any reader of this store that needs no other package
 
 The ratios stabdiag / loop+split (the issue's target: at most about 1.0) and stabdiag / fetchall are
-printed; times are the best of --repeat.  sqlite3 builds a tuple and five Python objects per row, which
-costs more than splitting a text line: the fetch alone is several times loop+split.
+printed; times are CPU seconds (time.process_time), the best of --repeat, the three taking turns. sqlite3
+builds a tuple and five Python objects per row, which costs more than splitting a text line: the fetch alone
+is several times loop+split.
 
     python bench/mlflow_load.py [--keys 20] [--steps 50000] [--repeat 5]
 """
@@ -61,14 +62,18 @@ def _store(path: str, text_path: str, keys: int, steps: int) -> None:
         db.commit()
 
 
-def _best(fn, repeat: int) -> tuple[float, object]:
-    result = fn()
-    best = float("inf")
+def _best(fns, repeat: int) -> tuple[list[float], list[object]]:
+    """The best CPU time (time.process_time: the machine is shared, and every side here computes in this
+    process) of each function over `repeat` tries, the functions taking turns so that all see the same
+    load, after one warm-up call each; and each one's last result."""
+    results = [fn() for fn in fns]
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        started = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - started)
-    return best, result
+        for i, fn in enumerate(fns):
+            started = time.process_time()
+            results[i] = fn()
+            best[i] = min(best[i], time.process_time() - started)
+    return best, results
 
 
 def _loop_split(path: str) -> None:
@@ -96,9 +101,8 @@ def main() -> int:
         store, text = os.path.join(tmp, "mlflow.db"), os.path.join(tmp, "points.txt")
         _store(store, text, args.keys, args.steps)
         points = args.keys * args.steps
-        ours, run = _best(lambda: mlflow.load_member(store, RUN_ID), args.repeat)
-        floor, _ = _best(lambda: _loop_split(text), args.repeat)
-        fetch, _ = _best(lambda: _fetchall(store), args.repeat)
+        (ours, floor, fetch), (run, _, _) = _best([lambda: mlflow.load_member(store, RUN_ID),
+                                                   lambda: _loop_split(text), lambda: _fetchall(store)], args.repeat)
         read = sum(len(s.steps) for s in run.series.values())
         if read != points:
             print(f"error: {store}: read {read} points of {points}", file=sys.stderr)

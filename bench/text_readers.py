@@ -21,7 +21,9 @@ with read / parse printed beside the others.  Times are CPU seconds (time.proces
 --repeat tries, in one process, the reader and the floors taking turns (on a shared machine both then
 see the same load), after one warm-up read (imports and regex compilation are not timed).  A reader with no published
 example (llm.c's console) is timed on a console of the same shape generated from the llm.c main.log.
-A published golden-values file is a few hundred lines (20 kB): its time is json.loads, the YAML of the
+Two rows are generated too: a training-loop console (lit-gpt's `iter N step M` lines, 100,000 of them) and
+verl's FileLogger JSON Lines (the published example's records repeated to 20,000 lines, read by the tabular
+reader).  A published golden-values file is a few hundred lines (20 kB): its time is json.loads, the YAML of the
 model_config.yaml beside it and building five Series, a fixed cost that a loop over 536 lines does not
 pay; the row "Megatron golden values (1M)" times the reader on a generated file of the same layout
 (5 metrics x 200,000 steps, indented as Megatron writes it, --golden-steps), where the per-line cost
@@ -81,6 +83,43 @@ def _golden_values(example: str | None, out_dir: str, steps: int) -> str | None:
     path = os.path.join(out_dir, "golden_values_generated.json")
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=4)
+    return path
+
+
+def _litgpt_console(out_dir: str, iterations: int = 100_000) -> str:
+    """A training-loop console as lit-gpt's pretrain scripts print it (tests/fixtures/pasted/make_pasted.py
+    cites the print statements): `iter N step M: loss X, iter time: Tms[ (optimizer.step)]` with a gradient
+    accumulation of 4, and `step N: val loss X, val time: Tms` every 100 optimizer steps."""
+    import random
+
+    rnd = random.Random(0)
+    lines, step = [], 0
+    for it in range(iterations):
+        accumulating = (it + 1) % 4 != 0
+        step += 0 if accumulating else 1
+        lines.append(f"iter {it} step {step}: loss {3 + rnd.random():.4f}, iter time: {rnd.uniform(140, 160):.2f}ms"
+                     f"{' (optimizer.step)' if not accumulating else ''}")
+        if not accumulating and step % 100 == 0:
+            lines.append(f"step {it}: val loss {3 + rnd.random():.4f}, val time: {rnd.uniform(800, 900):.2f}ms")
+    path = os.path.join(out_dir, "litgpt_console.log")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
+def _verl_jsonl(example: str | None, out_dir: str, records: int = 20_000) -> str | None:
+    """verl's FileLogger JSONL ({"step": N, "data": {...}}), the published example's records repeated with
+    steps counting on to `records` lines."""
+    import json
+
+    if example is None:
+        return None
+    with open(example, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    path = os.path.join(out_dir, "verl_metrics.jsonl")
+    with open(path, "w", encoding="utf-8") as fh:
+        for step in range(1, records + 1):
+            fh.write(json.dumps({"step": step, "data": rows[(step - 1) % len(rows)]["data"]}) + "\n")
     return path
 
 
@@ -202,6 +241,39 @@ def _parse_verl(path: str) -> dict:
     return columns
 
 
+def _parse_litgpt(path: str) -> dict:
+    """`iter N step M: loss X, iter time: Tms ...` (on the iteration) and `step N: val loss X, val time: ...`."""
+    columns: dict = {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            words = line.split()
+            if line.startswith("iter "):
+                step = int(words[1])
+                _keep(columns, "loss", step, float(words[5].rstrip(",")))
+                _keep(columns, "iter_time", step, float(words[8].removesuffix("ms")))
+            elif line.startswith("step ") and words[2] == "val":
+                step = int(words[1].rstrip(":"))
+                _keep(columns, "val_loss", step, float(words[4].rstrip(",")))
+                _keep(columns, "val_time", step, float(words[7].removesuffix("ms")))
+    return columns
+
+
+def _parse_jsonl(path: str) -> dict:
+    """json.loads of each line, then each number of the record (a nested `data` lifted) kept per key."""
+    import json
+
+    columns: dict = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            record = json.loads(line)
+            record.update(record.pop("data", None) or {})
+            step = record.pop("step")
+            for key, value in record.items():
+                if isinstance(value, (int, float)):
+                    _keep(columns, key, step, float(value))
+    return columns
+
+
 def _parse_notebook(path: str) -> int:
     """json.load, then every stored output's text split line by line, and the cells of every HTML
     table (HF Trainer's progress table) converted with float() where they are numbers."""
@@ -258,7 +330,7 @@ def main() -> int:
         print(f"error: {healthy}: not found (the published logs are not beside the checkout)", file=sys.stderr)
         return 2
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from stabdiag.read.formats import megatron_golden, text
+    from stabdiag.read.formats import megatron_golden, tabular, text
     from stabdiag.read.formats.text import notebook
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -275,6 +347,9 @@ def main() -> int:
              _parse_dschat),
             ("verl console", text, _largest(os.path.join(healthy, "verl_*", "*", "*.log")), _parse_verl),
             ("notebook (.ipynb)", notebook, _largest(os.path.join(healthy, "*", "*", "*.ipynb")), _parse_notebook),
+            ("training loop: lit-gpt (gen.)", text, _litgpt_console(tmp), _parse_litgpt),
+            ("JSON Lines (verl, gen.)", tabular,
+             _verl_jsonl(_largest(os.path.join(args.shared, "real_logs", "verl_*", "*.jsonl")), tmp), _parse_jsonl),
         ]
         print(f"{'reader':27} {'file':>8} {'lines':>8} {'read s':>7} {'load s':>7} {'loop s':>7} {'split s':>7} "
               f"{'read/loop':>9} {'read/split':>10} {'load/split':>10} {'parse s':>7} {'read/parse':>10}  example")

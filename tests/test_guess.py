@@ -271,3 +271,47 @@ def test_config_key_no_guess(tmp_path, monkeypatch):
     (tmp_path / "stabdiag.toml").write_text('no-guess = "yes"\n')
     bad = runner.invoke(app, ["check", str(path)])
     assert bad.exit_code == 2 and "no-guess: expected true or false" in bad.stderr
+
+
+# ---------------------------------------------------------------- abbreviations (issue 45 item 6)
+
+
+@pytest.mark.parametrize("key, signal", [
+    ("nll", "loss"), ("train/nll", "loss"), ("dev/nll", "eval_loss"), ("held_out/nll", "eval_loss"),
+    ("heldout_nll", "eval_loss"), ("val_NLL", "eval_loss"),
+    ("grad_norm_l2", "grad_norm"), ("gnorm_l2", "grad_norm"), ("global_grad_norm_l2", "grad_norm"),
+    ("param_norm_l2", "params_norm"),
+    ("rollout_vs_actor_logprob_diff", "logprob_delta"), ("vllm_vs_fsdp_logprob_gap", "logprob_delta"),
+    ("sampler_trainer_logp_diff", "logprob_delta"), ("infer_train_logp_gap", "logprob_delta"),
+    ("is_weight_mean", "is_ratio_mean"), ("is_ratio", "is_ratio_mean"), ("importance_weight", "is_ratio_mean"),
+])
+def test_abbreviations_read_as_their_signal(key, signal):
+    sig = resolve(make_run([key]))
+    assert sig.get(signal) is not None and sig.get(signal).key == key, sig.mapping()
+    assert signal in sig.guessed                 # a guess: shown, and --map corrects it
+
+
+@pytest.mark.parametrize("key", [
+    "replay/is_weight_mean",     # prioritized replay's weights, not the rollout's
+    "is_weight_std",             # a spread
+    "val/logprob_gap", "logp_gap_pi",            # DPO chosen-vs-rejected gaps
+    "importance_ratio",          # PPO's pi_new / pi_old: the update ratio, as before
+    "tis_clip_frac", "rollout_corr/training_ppl",
+])
+def test_look_alikes_are_not_read_as_the_layer_4_signals(key):
+    mapped = resolve(make_run([key])).mapping()
+    assert not {"is_ratio_mean", "logprob_delta", "loss", "eval_loss"} & {s for s, k in mapped.items() if k == key}
+
+
+def test_a_perplexity_is_read_as_the_ln_of_its_loss():
+    ppl = np.exp(np.linspace(3.0, 1.5, 30))
+    run = Run("run", {"val_ppl": Series.from_points("val_ppl", np.arange(1, 31), ppl),
+                      "train_ppl": Series.from_points("train_ppl", np.arange(1, 31), ppl * 0.9)})
+    sig = resolve(run)
+    assert np.allclose(sig.get("eval_loss").values, np.linspace(3.0, 1.5, 30))
+    assert np.allclose(sig.get("loss").values, np.log(ppl * 0.9))
+    [note] = [n for n in sig.notes if n.startswith("guessed from names")]
+    assert "eval_loss <- ln val_ppl" in note and "loss <- ln train_ppl" in note
+    # a logged loss wins over its perplexity, which then stays unmapped
+    both = resolve(make_run(["val_loss", "val_ppl"]))
+    assert both.get("eval_loss").key == "val_loss" and "val_ppl" in both.unmapped

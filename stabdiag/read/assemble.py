@@ -27,11 +27,13 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
+from ._beside import join_consoles
 from ._paths import cannot_open, inside, special_kind, why_not_readable
+from ._peers import split_peers
 from .ending import settled_meta
 from .formats import loader_for, uri_loader
 from .formats.tabular import is_rollout_dump
@@ -62,21 +64,28 @@ class RunFiles:
     refused: tuple[tuple[str, str], ...] = ()     # (file, why) log-like files no reader took
     skipped: tuple[tuple[str, str], ...] = ()     # (path, why) unreadable files and folders: warnings
     member: str | None = None                     # the run's id inside a store that holds several (MLflow)
+    notes: tuple[str, ...] = ()                   # how the files were told apart (stabdiag.read._peers)
 
 
-def discover(source: str | os.PathLike[str], *, split_sources: bool = False) -> list[RunFiles]:
+def discover(source: str | os.PathLike[str], *, split_sources: bool = False, one_run: bool = False,
+             split_files: bool = False) -> list[RunFiles]:
     """The training runs at a path: a file is one run; in a directory, files are grouped by the rule
     in this module's docstring.  An unreadable sub-folder is reported, not skipped silently."""
-    return discover_tree(source, split_sources=split_sources)[0]
+    return discover_tree(source, split_sources=split_sources, one_run=one_run, split_files=split_files)[0]
 
 
-def discover_tree(source: str | os.PathLike[str], *, split_sources: bool = False
-                  ) -> tuple[list[RunFiles], tuple[tuple[str, str], ...]]:
+def discover_tree(source: str | os.PathLike[str], *, split_sources: bool = False, one_run: bool = False,
+                  split_files: bool = False) -> tuple[list[RunFiles], tuple[tuple[str, str], ...]]:
     """`discover`'s runs, and what in the tree was not read, each with why: every folder beside the
     runs that holds no readable log (an empty run dir, one whose console holds only a traceback), and
-    every log-like file outside the runs that no reader took."""
-    seen: dict = {}
+    every log-like file outside the runs that no reader took.  Console logs and tables side by side in
+    one folder are one run or several as stabdiag.read._peers decides; `one_run` keeps them one run,
+    `split_files` makes each its own."""
+    if one_run and split_files:
+        raise ConfigError("--one-run and --split-files: give one of them, not both")
+    seen: dict = {"peers": {"one_run": one_run, "split_files": split_files}}
     runs = _discover(source, split_sources, seen)
+    seen.pop("peers")
     return runs, _not_read(runs, **seen) if seen else ()
 
 
@@ -115,6 +124,8 @@ def _discover(source: str | os.PathLike[str], split_sources: bool, seen: dict) -
         refused_here = tuple((f, why) for f, why in refused if inside(f, root))
         runs.append(RunFiles(name=_display_name(root, source), files=tuple(groups[root]), root=root,
                              refused=refused_here))
+    if not split_sources:
+        runs = join_consoles(split_peers(runs, dict(claimed), **seen["peers"]), dict(claimed))
     return _with_skipped(_members(runs, source, selector, dict(claimed)), unreadable)
 
 
@@ -129,7 +140,7 @@ def load_run(run_files: RunFiles, **options) -> Run:
     for loader, folder, paths in _source_groups(run_files.files):
         try:
             group = getattr(loader, "load_group", None)
-            if run_files.member is not None:
+            if run_files.member is not None and hasattr(loader, "load_member"):
                 part = loader.load_member(paths[0], run_files.member, **options)
             else:
                 part = group(list(paths), **options) if group is not None else loader.load(paths[0], **options)
@@ -151,7 +162,7 @@ def load_run(run_files: RunFiles, **options) -> Run:
     warnings = tuple(f"{_rel(path, root)}: not read: {why}" for path, why in failed + list(run_files.skipped))
     meta, config_notes = _with_run_config(run.meta, root if run_files.root else None)
     meta = settled_meta(meta, run.series, root)     # how it ended, against its planned length
-    return Run(run.name, run.series, run.sources, meta, run.notes + tuple(config_notes) + warnings,
+    return Run(run.name, run.series, run.sources, meta, run_files.notes + run.notes + tuple(config_notes) + warnings,
                run.warnings + warnings)
 
 
@@ -166,15 +177,16 @@ def _with_run_config(meta: dict, folder: str | None) -> tuple[dict, list[str]]:
     return {**meta, "config": merged, "config_files": used}, notes
 
 
-def load(sources, *, split_sources: bool = False, **options) -> list[Run]:
+def load(sources, *, split_sources: bool = False, one_run: bool = False, split_files: bool = False,
+         **options) -> list[Run]:
     """Every training run found under one or more paths or URIs.  In a tree of runs, a run that cannot
     be read at all is a warning on the others (naming it and why); only a path where nothing at all
-    could be read is an error."""
+    could be read is an error.  `one_run` / `split_files`: see `discover_tree`."""
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
     runs: list[Run] = []
     for source in sources:
-        found = discover(source, split_sources=split_sources)
+        found = discover(source, split_sources=split_sources, one_run=one_run, split_files=split_files)
         loaded, failed = [], []
         for run_files in found:
             try:
@@ -271,9 +283,11 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
     out: list[RunFiles] = []
     stored: list[tuple[RunFiles, str, str, str, str]] = []     # (run files, path, id, name, experiment)
     store_label: dict[str, str] = {}
+    beside: dict[int, tuple[str, ...]] = {}     # a store's one run: the loose logs beside it (see below)
     stores = 0
     for run in runs:
         rest = []
+        first = len(stored)
         for path in run.files:
             listing = getattr(loaders.get(path), "members", None)
             if listing is None:
@@ -284,9 +298,12 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
             store = loaders[path].store_of(path) if hasattr(loaders[path], "store_of") else path
             store_label[path] = os.path.relpath(store, source) if inside(store, source) and \
                 os.path.normpath(store) != os.path.normpath(source) else os.path.basename(store)
-        if rest:
-            out.append(run if len(rest) == len(run.files) else RunFiles(run.name, tuple(rest), run.uri, run.root,
-                                                                        run.refused, run.skipped))
+        if rest and len(stored) - first == 1 and selector is None:
+            # a store that holds one run and logs beside it (the loop's console): one training run, read
+            # together; a console there is never a run of its own
+            beside[first] = tuple(rest)
+        elif rest:
+            out.append(run if len(rest) == len(run.files) else replace(run, files=tuple(rest)))
     if selector is not None and not stored:
         what = "an MLflow store" if not stores else f"a run that matches {selector.describe()}"
         raise InputError(source, f"#{selector.describe()} selects runs of an MLflow store; found no {what} here")
@@ -300,7 +317,12 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
         # the run name, with its experiment, then its store, then its id where names repeat
         name = next(label for level, label in enumerate(labels[i])
                     if level == 3 or sum(1 for other in labels if other[level] == label) == 1)
-        out.append(RunFiles(name=name, files=(path,), root="", refused=run.refused, member=run_id))
+        logs = beside.get(i, ())
+        said = ", ".join(os.path.basename(p) for p in logs) + ":"
+        notes = (f"{said} read with the MLflow run beside it, the store's only run (a log beside a store is never "
+                 "a run of its own)",) if logs and not any(n.startswith(said) for n in run.notes) else ()
+        out.append(RunFiles(name=name, files=(path, *logs), root="", refused=run.refused, member=run_id,
+                            notes=run.notes + notes))
     return out
 
 
@@ -533,5 +555,4 @@ def _with_skipped(runs: list[RunFiles], unreadable: list[tuple[str, str]]) -> li
     for path, why in unreadable:
         owner = next((i for i, run in enumerate(runs) if run.root and inside(path, run.root)), 0)
         by_run.setdefault(owner, []).append((path, why))
-    return [RunFiles(run.name, run.files, run.uri, run.root, run.refused, run.skipped + tuple(by_run.get(i, ())))
-            for i, run in enumerate(runs)]
+    return [replace(run, skipped=run.skipped + tuple(by_run.get(i, ()))) for i, run in enumerate(runs)]

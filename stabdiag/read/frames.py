@@ -35,13 +35,17 @@ def _step_column(frame, step_col: str | None) -> str | None:
 
 def run_from_frame(frame, *, name: str = "dataframe", step_col: str | None = None, nan: str = "value") -> Run:
     """The Run a DataFrame holds: steps from a step column (`step`, `_step`, `global_step`, ... or
-    `step_col`), else from the index; every numeric (or boolean) column a metric."""
+    `step_col`; `"@row"` numbers the rows), else from the index; every numeric (or boolean) column a metric."""
     import pandas as pd
 
     if nan not in NAN_MODES:
         raise ConfigError(f"nan: expected one of {', '.join(NAN_MODES)}; got {nan!r}")
-    column = _step_column(frame, step_col)
-    raw_steps = frame[column].to_numpy() if column is not None else frame.index.to_numpy()
+    from .formats.tabular._columns import ROW_STEP
+
+    by_row = step_col == ROW_STEP                 # the row number, whatever the index holds
+    column = None if by_row else _step_column(frame, step_col)
+    raw_steps = (np.arange(len(frame)) if by_row else frame[column].to_numpy() if column is not None
+                 else frame.index.to_numpy())
     where = f"DataFrame {name}" + (f" column '{column}'" if column is not None else " index")
     try:
         steps = as_steps(raw_steps)

@@ -179,7 +179,8 @@ class Series:
 
 # keys a trainer writes again at the same step as part of its bookkeeping (counters, timings such as
 # TRL's "profiling/Time taken: ..." logged once per call), never a sign of a restart
-_BOOKKEEPING = re.compile(r"(^|/)(epoch|global_step|step|_step|_runtime|_timestamp|total_flos|"
+_BOOKKEEPING = re.compile(r"(^|/)(epoch|global_step|step|_step|iter|it|iteration|update|global_update|num_updates|"
+                          r"_runtime|_timestamp|total_flos|"
                           r"[a-z_]*runtime|[a-z_]*per_second|step_time)$|"
                           r"^(profiling|timing|timing_s|timings|perf|throughput)/|time taken", re.IGNORECASE)
 

@@ -26,7 +26,7 @@ EVAL = "eval"                  # a pattern's signal "eval" yields eval:<key>, on
 _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _PERCENTILE = re.compile(r"p\d+")
-_PATTERN_KEYS = {"id", "signal", "all", "allow", "none", "confidence", "free", "common", "numbers"}
+_PATTERN_KEYS = {"id", "signal", "all", "allow", "none", "confidence", "free", "common", "numbers", "log"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,7 @@ class Pattern:
     free: bool = False           # unexplained words are the eval's name, not a doubt
     common: bool = True          # the shared folder/aggregation words explain words too
     numbers: bool = False        # digits explain nothing but change nothing (lr group 0)
+    log: bool = False            # the key holds exp of the signal (a perplexity): the signal is its ln
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class Match:
     signal: str                  # "eval" for an eval score: the signal is then eval:<key>
     pattern: str
     confidence: float
+    log: bool = False            # the signal is ln of the key's values (see Pattern.log)
 
     @property
     def target(self) -> str:
@@ -89,8 +91,8 @@ def tokenize(key: str) -> tuple[str, ...]:
 
 
 def canonical_words(key: str, patterns: NamePatterns | None = None) -> tuple[str, ...]:
-    """The key's words in canonical form: splits, then synonyms, then p<digits> (a percentile) and
-    pass@k joined, then adjacent pairs joined ('learning rate' -> lr)."""
+    """The key's words in canonical form: splits, then synonyms, then p<digits> (a percentile), l<digits>
+    (a norm) and pass@k joined, then adjacent pairs joined ('learning rate' -> lr)."""
     table = patterns or default_patterns()
     words = [part for w in tokenize(key) for part in table.splits.get(w, (w,))]
     words = [table.synonyms.get(w, w) for w in words]
@@ -102,6 +104,9 @@ def canonical_words(key: str, patterns: NamePatterns | None = None) -> tuple[str
         after = words[i + 2] if i + 2 < len(words) else ""
         if w == "p" and nxt.isdigit():
             out.append("p" + nxt)
+            i += 2
+        elif w == "l" and nxt.isdigit():           # an Lp norm: grad_norm_l2
+            out.append("l" + nxt)
             i += 2
         elif w == "pass" and _is_k(nxt):
             out.append("passk")
@@ -154,7 +159,7 @@ def match_key(key: str, patterns: NamePatterns | None = None) -> Match | None:
         if conf is None or conf < table.min_confidence:
             continue
         if pattern.signal not in best or conf > best[pattern.signal].confidence:
-            best[pattern.signal] = Match(key, pattern.signal, pattern.id, conf)
+            best[pattern.signal] = Match(key, pattern.signal, pattern.id, conf, pattern.log)
     if not best:
         return None
     ranked = sorted(best.values(), key=lambda m: -m.confidence)
@@ -213,7 +218,7 @@ def _pattern(body: dict, path: str, text: str) -> Pattern:
                    _words(body.get("allow", []), path, f"pattern {pid}: allow"),
                    _words(body.get("none", []), path, f"pattern {pid}: none"),
                    float(body.get("confidence", 0.9)), bool(body.get("free", False)),
-                   bool(body.get("common", True)), bool(body.get("numbers", False)))
+                   bool(body.get("common", True)), bool(body.get("numbers", False)), bool(body.get("log", False)))
 
 
 def parse_name_patterns(text: str, path: str, *, shipped: bool = False) -> NamePatterns:

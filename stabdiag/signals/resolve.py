@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -258,16 +258,25 @@ def _guesses(series: dict[str, Series], keys: dict[str, Series], used: set[str],
     result = guess_signals([k for k in keys if k not in used], series, patterns)
     guessed: dict[str, str] = {}
     for signal, match in result.chosen.items():
-        series[signal] = keys[match.key]
+        series[signal] = _ln(keys[match.key]) if match.log else keys[match.key]
         used.add(match.key)
         guessed[signal] = match.pattern
     if guessed:
-        notes.append(GUESS_NOTE + ", ".join(f"{s} <- {series[s].key}" for s in guessed)
+        notes.append(GUESS_NOTE + ", ".join(f"{s} <- {'ln ' if result.chosen[s].log else ''}{series[s].key}"
+                                            for s in guessed)
                      + " (--map SIGNAL=KEY corrects one, --no-guess turns guessing off)")
     for signal, candidates in result.ambiguous.items():
         notes.append(f"{signal}{AMBIGUOUS_NOTE}{len(candidates)} names fit equally ({', '.join(candidates)}); "
                      f"settle it with --map {signal}=KEY")
     return guessed, dict(result.ambiguous)
+
+
+def _ln(series: Series) -> Series:
+    """A perplexity's series as the loss it is exp of; a value at or below 0 is no perplexity: NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.where(series.values > 0, np.log(series.values), np.nan)
+        old = np.where(series.superseded_values > 0, np.log(series.superseded_values), np.nan)
+    return replace(series, values=values, superseded_values=old)
 
 
 def is_guess_note(note: str) -> bool:

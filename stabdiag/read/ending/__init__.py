@@ -27,6 +27,7 @@ noise (Ray's "A worker died" as the cluster stops), not a death.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 
@@ -117,15 +118,24 @@ def _completed(meta: dict) -> bool:
     return isinstance(summary, dict) and any(str(k).endswith("train_runtime") for k in summary)
 
 
-def settle(ending: Ending | None, meta: dict, last_step: int | None, interval: int) -> Ending | None:
+def settle(ending: Ending | None, meta: dict, last_step: int | None, interval: int,
+           lr_ended: str | None = None) -> Ending | None:
     """The ending weighed against the planned length (see the module docstring): `last_step` is the run's
-    last logged step and `interval` its logging interval in steps, the gap a finished run may leave."""
+    last logged step and `interval` its logging interval in steps, the gap a finished run may leave;
+    `lr_ended` says how the learning rate reached the end of its schedule (`lr_at_end`), evidence that the
+    training completed: a lost worker or a kill after it is shutdown noise, and the run did not stop short."""
+    if lr_ended is not None and ending is not None and ending.kind in ("collective", "killed"):
+        return replace(ending, kind="finished", message=f"{lr_ended}; then {ending.message} (shutdown noise "
+                                                        "after the training completed, not a death)")
     planned = meta.get("planned")
     if not isinstance(planned, Planned):
         planned = planned_of_config(meta.get("config"))
     if planned is None or last_step is None:
         return ending
     reached = planned.steps - last_step <= max(interval, 1)
+    if not reached and lr_ended is not None and (ending is None or ending.kind == "unfinished"):
+        return Ending("finished", f"{lr_ended}, at step {last_step} ({planned.steps} is {planned.source})",
+                      ending.source if ending is not None else "", last_step, planned.steps)
     # a lost worker or a kill once the progress reached its total is the cluster shutting down; an
     # exception or a bare non-zero exit after the last step is left to speak for itself
     if ending is not None and ending.kind in ("collective", "killed") and reached:
@@ -163,8 +173,31 @@ def settled_meta(meta: dict, series: dict, root: str = "") -> dict:
     if longest is not None and len(longest) > 1:
         gaps = sorted(int(g) for g in longest.steps[1:] - longest.steps[:-1])
         interval = gaps[len(gaps) // 2]
-    ending = settle(meta.get("ending"), meta, last, interval)
+    ending = settle(meta.get("ending"), meta, last, interval, lr_at_end(series))
     meta.pop("planned", None)
     if ending is not None:
         meta["ending"] = ending
     return meta
+
+
+# a learning rate's key: lr, learning_rate, ... as the last part of the name (`train/lr(1e-3)`: verl's SFT)
+_LR_KEY = re.compile(r"(?:^|/)(?:lr|learning[_ -]rate)(?:\([^)]*\))?$", re.IGNORECASE)
+_LR_FLOOR = 0.11           # a schedule's end: at most this share of the peak (cosine to min_lr = peak / 10)
+
+
+def lr_at_end(series: dict) -> str | None:
+    """How the learning rate reached the end of its schedule (its last value at most a tenth of its peak,
+    after the peak), in words; None when no lr series says so."""
+    import numpy as np
+
+    for key, s in series.items():
+        if not _LR_KEY.search(key) or len(s) < 3:
+            continue
+        values = s.values[np.isfinite(s.values)]
+        if len(values) < 3:
+            continue
+        peak, last = float(values.max()), float(values[-1])
+        if peak > 0 and 0 <= last <= _LR_FLOOR * peak and int(np.argmax(values)) < len(values) - 1:
+            return (f"the learning rate reached the end of its schedule ({key} {last:.3g} at the last step, "
+                    f"{100 * last / peak:.1f}% of its peak {peak:.3g})")
+    return None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from . import Ending, Planned
+from .completion import IGNORED_AT_EXIT, NOISE_LITERALS, completion, is_exit_noise, may_hold, says_summary
 
 _TAIL_LINES = 400
 _NONFINITE = re.compile(r"probability tensor contains either .?inf.?, .?nan.? or element < 0|loss is nan|"
@@ -108,20 +109,53 @@ def _tail_of(text: str) -> _Lines:
 
 def ending_of_console(text: str, source: str) -> Ending | None:
     """The ending a console log's tail shows, or None when it shows none.  A traceback that metric
-    records follow was survived (a caught error, a retried step), so it is not the ending."""
+    records follow was survived (a caught error, a retried step), so it is not the ending; the lines every
+    exit prints (stabdiag.read.ending.completion) are never a death, and a death after the evidence that
+    training completed is shutdown noise."""
     lines = _tail_of(text)
     # what comes after the last metric record: anything before it, the run went past
     tail = lines.since(_last_index(lines, _METRIC_RECORD, -1) + 1)
-    death = _death(tail, source)
-    summary = _last_index(tail, _FINISHED)
-    if death is not None and summary is not None and summary < death[0]:
-        return Ending("finished", f"the trainer printed its final summary; then {death[1].message} (shutdown "
-                                  "noise after the training completed, not a death)", source)
+    quiet, noise = _without_exit_noise(tail)
+    death = _death(quiet, source)
+    done = completion(tail.lines, tail.folded)
+    if done is None and _last_index(lines, _FINISHED) is not None:   # the summary is itself a record
+        done = completion(lines.lines, lines.folded)
+        done = (-1, done[1]) if done is not None else None
+    if death is not None and done is not None and done[0] < death[0]:
+        return Ending("finished", f"{_evidence(done[1])}; then {death[1].message} (shutdown noise after the "
+                                  "training completed, not a death)", source)
     if death is not None:
         return death[1]
-    if summary is not None or _last_index(lines, _FINISHED) is not None:   # the summary is itself a record
-        return Ending("finished", "the trainer printed its final summary", source)
+    if done is not None:
+        after = f"; the exit-time warning after it is not a death ({noise[:80]})" if noise else ""
+        return Ending("finished", _evidence(done[1]) + after, source)
     return None
+
+
+def _evidence(words: list[str]) -> str:
+    return "the trainer printed its final summary" if says_summary(words) else "; ".join(words)
+
+
+def _without_exit_noise(tail: _Lines) -> tuple[_Lines, str | None]:
+    """The tail with every exit-time line blanked (same indexes), and the first such line that named a
+    failure (NCCL), for the ending's message: those lines are never the death."""
+    if not may_hold(tail.folded, NOISE_LITERALS):      # most tails: nothing to blank
+        return tail, None
+    kept, first, ignored = [], None, False
+    for line in tail.lines:
+        if line.startswith(IGNORED_AT_EXIT):         # a destructor's traceback at interpreter exit
+            ignored = True
+        if ignored or is_exit_noise(line):
+            if first is None and not ignored and _COLLECTIVE.search(line):
+                first = line.strip()
+            if ignored and _ERROR_LINE.match(line.strip()) and not line.startswith(IGNORED_AT_EXIT):
+                ignored = False                      # the traceback's error line ends it
+            kept.append("")
+            continue
+        kept.append(line)
+    if kept == tail.lines:
+        return tail, None
+    return _Lines.of(kept), first
 
 
 def _last_index(lines: _Lines, pattern: re.Pattern, default: int | None = None) -> int | None:
@@ -179,7 +213,7 @@ def died_before_first_step(text: str) -> str | None:
     lines = _tail_of(text)
     if _last_index(lines, _METRIC_RECORD) is not None:
         return None
-    found = _death(lines, "")
+    found = _death(_without_exit_noise(lines)[0], "")
     if found is None:
         return None
     return f"died before its first logged step: {found[1].message}"

@@ -1,5 +1,6 @@
-"""CSV, TSV, JSONL and Parquet metric logs, wide (a step column + one column per metric) or long
-(step, key, value), including the CSV that the W&B web UI exports and verl's FileLogger JSONL.
+"""CSV, TSV, JSONL, Parquet and JSON-array metric logs, wide (a step column + one column per metric) or
+long (step, key, value), including the CSV that the W&B web UI exports, verl's FileLogger JSONL and typed
+records with a payload (see _records).
 
 Every format is first turned into a Table of columns (stabdiag.read.formats.tabular._columns): per column, its numbers
 and which cells were written.  A cell that was never written (a sparse row: eval every 20 steps) is absent;
@@ -20,7 +21,8 @@ from ..._budget import check_gzip
 from ..._textio import GZIP_ERRORS, is_gzip, open_text
 from ...run import Run, Series, run_name_for, series_from_codes
 from .. import _arrow
-from ._columns import KEY_COLUMNS, STEP_COLUMNS, Column, Table, keys_of, numbers_column, numbers_of, steps_of
+from ._axis import step_axis
+from ._columns import KEY_COLUMNS, STEP_COLUMNS, Column, Table, keys_of, numbers_column, numbers_of
 
 __all__ = ["KEY_COLUMNS", "STEP_COLUMNS", "WALL_COLUMNS", "can_load", "is_rollout_dump", "load"]
 
@@ -34,6 +36,10 @@ _WANDB_EXPORT = re.compile(r"^(?P<run>.+?) - (?P<metric>.+?)(?P<agg>__MIN|__MAX)
 
 def _kind(path: str) -> str | None:
     low = path.lower()
+    if low.endswith(".json"):              # only an array of metric records (see _json_array)
+        from . import _json_array
+
+        return "json" if os.path.isfile(path) and _json_array.sniff(path) else None
     if low.endswith(".gz"):
         low = low[:-3]
     ext = os.path.splitext(low)[1]
@@ -83,6 +89,10 @@ def load(path: str, **options) -> Run:
             from ._jsonl import read
 
             table = read(path, step_col=step_col, progress=progress)
+        elif kind == "json":
+            from ._json_array import read as read_array
+
+            table = read_array(path, step_col=step_col)
         else:
             from ._csv import read_delimited
 
@@ -163,13 +173,9 @@ def _pick(columns, names) -> str | None:
 
 def _to_run(table: Table, path: str, kind: str, step_col: str | None) -> Run:
     columns = list(table.columns)
-    if step_col is not None and step_col not in columns:
-        raise InputError(path, f"no column '{step_col}' (passed with --step-col)")
-    step_name = step_col or _pick(columns, STEP_COLUMNS)
-    if step_name is None:
-        raise InputError(path, f"no step column (looked for {', '.join(STEP_COLUMNS[:5])}, ...); "
-                               "pass --step-col NAME")
-    steps, has_step = steps_of(table, step_name, path)
+    axis = step_axis(table, path, step_col)
+    table.notes.extend(axis.notes)
+    step_name, steps, has_step = axis.column, axis.steps, axis.has_step
     steps.flags.writeable = False              # one array shared by every series of a dense table
     key_name = _pick(columns, KEY_COLUMNS)
     if key_name is not None and "value" in columns:

@@ -25,8 +25,12 @@ import numpy as np
 from ....errors import InputError
 from ...run import STEP_RANGE, as_float, exact_step, off_step_range, shown_number
 
+# step-like counters, the preferred first: a file that writes two (lit-gpt's `iter` and `step`) is read
+# on the one that increases (see stabdiag.read.formats.tabular._axis)
 STEP_COLUMNS = ("step", "_step", "global_step", "iteration", "Step", "trainer/global_step",
-                "train/global_step", "training/global_step")
+                "train/global_step", "training/global_step", "iter", "it", "update", "global_update",
+                "num_updates", "global_iteration")
+ROW_STEP = "@row"                  # step_col for "the row number is the step" (0, 1, 2, ... as pandas numbers rows)
 KEY_COLUMNS = ("key", "tag", "metric")
 _STEP_NAMES = {name.lower() for name in STEP_COLUMNS}
 _KEY_NAMES = {name.lower() for name in KEY_COLUMNS}

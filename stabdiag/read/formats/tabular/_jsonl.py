@@ -3,7 +3,10 @@ read in blocks of lines straight into columns: a column of JSON numbers becomes 
 a column holding something else (a string, a bool, a list, a number too large for float64) is read cell by
 cell, so no Python object is kept per value.
 
-Nested objects are flattened to `outer/inner` keys; a key missing from a line, or null, was not written.
+A record's payload (a dict under `data`, `payload`, `metrics`, ...: verl's FileLogger, hand-written loops
+that log typed records such as {"kind": "frame", "step": 3, "payload": {...}}) is lifted to the record's own
+level (see _records.Lifter).  Other nested objects are flattened to `outer/inner` keys; a key missing from a
+line, or null, was not written.
 A line that writes one key both ways (`"train/reward"` flat and `{"train": {"reward": ...}}` nested) keeps
 the value of the form met first in the line, and a note names the key and how many lines (as the W&B
 reader does): never a silent drop, and never two points at one step that would read as a resume.
@@ -26,6 +29,7 @@ from ..._textio import is_gzip, json_blocks
 from ...run import in_step_range
 from .._progress import ByteProgress
 from ._columns import Column, ColumnParts, Table, joined, kind_of, lines_from, numbers_column, numbers_from_cells
+from ._records import PAYLOADS, Lifter
 
 _LINES_PER_BLOCK = 8192
 _NUMBERS = {float, int}
@@ -33,20 +37,30 @@ _NUMBERS = {float, int}
 
 def read(path: str, *, step_col: str | None = None, progress: bool = False) -> Table:
     notes: list[str] = []
-    parts = ColumnParts(_rows_guess(path))
+    with ByteProgress(progress, os.path.getsize(path), os.path.basename(path)) as bar:
+        blocks = json_blocks(path, notes, lines_per_block=_LINES_PER_BLOCK, on_bytes=bar.update)
+        return read_blocks(path, blocks, notes, rows_guess=_rows_guess(path), step_col=step_col)
+
+
+def read_blocks(path: str, blocks, notes: list[str], *, rows_guess: int, step_col: str | None = None,
+                what: str = "line") -> Table:
+    """A table of blocks of (line numbers, JSON values), each value a record (an object); `what` is how an
+    error names a record's place (a line of JSON Lines, a record of a JSON array)."""
+    parts = ColumnParts(rows_guess)
     kinds: dict[str, str] = {}
     lines: list[np.ndarray] = []
     collided: Counter = Counter()
-    with ByteProgress(progress, os.path.getsize(path), os.path.basename(path)) as bar, _no_cycle_collection():
-        for linenos, values in json_blocks(path, notes, lines_per_block=_LINES_PER_BLOCK, on_bytes=bar.update):
-            rows = _records(path, linenos, values)
+    lifter = Lifter()
+    with _no_cycle_collection():
+        for linenos, values in blocks:
+            rows = _records(path, linenos, values, lifter, what)
             try:
                 parts.add(_block_columns(rows, kinds, step_col, collided), len(rows))
             except _TooManyKeys as exc:
                 raise too_many_keys(path, exc.count) from None
             lines.append(np.asarray(linenos, dtype=np.int64))
     line_numbers = np.concatenate(lines) if lines else np.zeros(0, np.int64)
-    notes += collision_notes(path, collided)
+    notes += collision_notes(path, collided) + lifter.notes(path)
     return Table(parts.columns(), parts.rows, lines_from(line_numbers), notes)
 
 
@@ -78,22 +92,23 @@ def _no_cycle_collection():
             gc.enable()
 
 
-def _records(path: str, linenos: list[int], values: list) -> list[dict]:
-    """The lines' objects, verl's {"step": N, "data": {...}} lifted to one level."""
+def _records(path: str, linenos: list[int], values: list, lifter: Lifter | None = None,
+             what: str = "line") -> list[dict]:
+    """The records' objects, each payload lifted to the record's level (Lifter: one for a whole file keeps
+    the names the same from block to block; stabdiag watch's follower passes none, a new one per chunk)."""
     if set(map(type, values)) != {dict}:
         lineno = next(n for n, obj in zip(linenos, values) if type(obj) is not dict)
-        raise InputError(path, "each line must be a JSON object", line=lineno)
-    if dict not in set(map(type, map(dict.get, values, repeat("data", len(values))))):
+        raise InputError(path, f"each {what} must be a JSON object", line=lineno)
+    # a C loop per wrapper name finds the blocks that hold none (most logs): they are read as they are
+    wrappers = [name for name in PAYLOADS if dict in set(map(type, map(dict.get, values, repeat(name, len(values)))))]
+    if not wrappers:
         return values
-    rows = []
-    for obj in values:
-        data = obj.get("data")
-        if type(data) is dict:
-            inner = {k: v for k, v in obj.items() if k != "data"}
-            inner.update(data)
-            obj = inner
-        rows.append(obj)
-    return rows
+    lifter = lifter if lifter is not None else Lifter()
+    plain = lifter.plain(values, wrappers)
+    if plain is not None:
+        return plain
+    lifter.decide_main(values)
+    return [lifter.lift(obj, wrappers) for obj in values]
 
 
 def _names(rows: list[dict]) -> list[str]:

@@ -66,6 +66,8 @@ def read(path: str, text: str) -> Run:
     points = Points(skip_repeats=True)         # every rank prints the same timer line
     step, pending, evals, others = 0, None, 0, 0
     per_epoch, ratio = None, _ratio(text)
+    bases: dict[int, int] = {}                 # the first micro-batch of each epoch, where no count says it
+    last_micro = 0
     losses: dict[int, list[float]] = defaultdict(list)
     timer_rows: list[tuple[str, str, str, str]] = []      # (global step, samples/s, mem, max mem) as text
     lr_rows: list[tuple[str, str]] = []                   # (step, lr) as text
@@ -75,8 +77,13 @@ def read(path: str, text: str) -> Run:
         kind, epoch_loss, p_epoch, p_step, p_loss, micro_batches, result = match.groups()
         if p_step:
             # a micro-batch's loss: its optimizer step from the epoch's batch count (1 update per batch
-            # unless the timer lines show gradient accumulation)
-            micro = int(p_epoch) * (per_epoch or 0) + int(p_step) + 1
+            # unless the timer lines show gradient accumulation); `Step` restarts every epoch, so without the
+            # count (a log cut before `Beginning of Epoch`) an epoch continues after the last batch before it
+            if per_epoch:
+                micro = int(p_epoch) * per_epoch + int(p_step) + 1
+            else:
+                micro = bases.setdefault(int(p_epoch), last_micro) + int(p_step) + 1
+            last_micro = max(last_micro, micro)
             losses[-(-micro // ratio)].append(_common.number(p_loss))
             others += 1
             continue

@@ -62,6 +62,9 @@ _METRIC_PARTS = ("loss", "reward", "return", "entropy", "accura", "correct", "pe
                  "norm", "advantage", "clip", "learning")
 _METRIC_WORDS = {"kl", "lr", "acc", "ppl", "mfu"}
 _MIN_RECORDS = 3
+# what a restarted run prints before its first step again (see _counter_resets)
+_RESTART = re.compile(r"resum|restor|restart|load(?:ing|ed)?\b[^\n]{0,40}checkpoint|checkpoint[^\n]{0,20}load|"
+                      r"from checkpoint|Namespace\(", re.IGNORECASE)
 _MAX_LINE = 4000                 # longer lines are config echoes and sample dumps, not records
 
 
@@ -72,6 +75,7 @@ class _Counter:
     step: int | None = None
     total: int | None = None
     outer: int | None = None
+    outer_kind: str = ""           # "epoch", or "iteration" for an `iter N` beside `step M` (lit-gpt)
     epoch_only: int | None = None
     kind: str = ""
     spans: list[tuple[int, int]] = field(default_factory=list)
@@ -115,6 +119,7 @@ def _counter(text: str) -> _Counter:
         outer = epoch or (it if inner is step else None)
         if outer is not None and not glob:
             found.outer = int(outer.group(1))
+            found.outer_kind = "epoch" if outer is epoch else "iteration"
             found.spans.append(outer.span())
         return found
     leading = _LEADING.match(text)
@@ -295,12 +300,40 @@ def _continued(stepped: list[_Line]) -> tuple[list[int], str | None]:
     return steps, "the per-epoch step restarts each epoch: continued after the last step printed in the epoch before"
 
 
-def _points_stepped(lines: list[_Line], stepped: list[_Line]) -> tuple[list[tuple[int, _Line]], str | None]:
+def _counter_resets(stepped: list[_Line], steps: list[int], text: str) -> tuple[list[int], str | None]:
+    """Steps with a counter that starts over continued, where nothing says the run restarted.  A restart
+    needs a step that goes back and a sign of one between the two lines (a resumed-from or checkpoint-load
+    line, the log's first line printed again: a new header) or a step that goes back to the middle of what
+    was logged (a resume from a checkpoint rewrites steps it had logged).  A counter that goes back to its
+    first value with no such sign counts again from there (an epoch or a dataloader pass the loop does not
+    print): it is continued after the last step before it."""
+    if len(steps) < 2 or all(b >= a for a, b in zip(steps, steps[1:])):
+        return steps, None
+    raw = text.split("\n")
+    header = next((line.strip() for line in raw if line.strip()), "")
+    first, out, offset, top, resets = steps[0], [steps[0]], 0, steps[0], 0
+    for i in range(1, len(steps)):
+        step = steps[i]
+        if step + offset < top and step <= first:
+            between = raw[stepped[i - 1].number:stepped[i].number - 1]
+            if not any(_RESTART.search(line) or (header and line.strip() == header) for line in between):
+                offset, resets = top + 1 - first, resets + 1
+        out.append(step + offset)
+        top = max(top, step + offset)
+    if not resets:
+        return steps, None
+    return out, (f"the step counter starts over {resets} time(s) with no sign of a restart (no resumed-from or "
+                 "checkpoint line, no header printed again): continued after the last step before it")
+
+
+def _points_stepped(lines: list[_Line], stepped: list[_Line], text: str) -> tuple[list[tuple[int, _Line]], str | None]:
     """(step, line) for step-counted lines, plus recurring metric lines without a step that report keys
     the step lines do not (`Average Reward: ...` printed once per step).  Those belong to the step line
     after them when the first of them comes before any step line (printed while the step runs), else
     to the step line before them (printed when it is done)."""
     steps, how = _continued(stepped)
+    steps, reset = _counter_resets(stepped, steps, text)
+    how = "; ".join(h for h in (how, reset) if h) or None
     at = {id(ln): s for ln, s in zip(stepped, steps)}
     stepped_keys = {k for ln in stepped for k in ln.pairs}
     extra = _stepless_shapes(lines, 2)
@@ -336,6 +369,58 @@ def _points_counted(lines: list[_Line]) -> list[tuple[int, _Line]]:
     return out
 
 
+def _iterations_over_steps(stepped: list[_Line]) -> str | None:
+    """Lines that print `iter N step M` whose step stays put over several lines while the iteration
+    increases (lit-gpt: M counts optimizer steps, N micro-batches) are counted by the iteration: their
+    step becomes N (lit-gpt prints its validation as `step {iter_num}: val loss`, on that axis too).
+    The lines are changed in place; the note says so, None when nothing changed."""
+    pairs = [ln for ln in stepped if ln.counter.outer_kind == "iteration" and ln.counter.kind == "step"]
+    if len(pairs) < _MIN_RECORDS:
+        return None
+    steps = [ln.counter.step for ln in pairs]
+    iters = [ln.counter.outer for ln in pairs]
+    rising = all(b > a for a, b in zip(iters, iters[1:]))
+    steady = all(b >= a for a, b in zip(steps, steps[1:])) and any(b == a for a, b in zip(steps, steps[1:]))
+    if not (rising and steady):
+        return None
+    for ln in pairs:
+        ln.counter.step, ln.counter.outer, ln.counter.outer_kind = ln.counter.outer, None, ""
+        ln.counter.kind, ln.counter.total = "iteration", None
+    return ("`step` stays put over several iterations while `iter` increases (optimizer steps over "
+            "micro-batches, a gradient accumulation): step = the iteration")
+
+
+def _micro_steps(chosen: list[tuple[int, _Line]]) -> tuple[list[tuple[int, _Line]], str | None]:
+    """A step printed on several lines with the same keys and other values, the step never going back:
+    micro-batches of one update (a step counter that repeats in runs over a gradient accumulation), not a
+    restart.  Their values are averaged per step; a note says so.  Otherwise the points as they are."""
+    steps = [step for step, _ in chosen]
+    if len(steps) < 2 or any(b < a for a, b in zip(steps, steps[1:])):
+        return chosen, None
+    seen: dict[tuple[int, str], list[float]] = {}
+    for step, ln in chosen:
+        for key, value in ln.pairs.items():
+            seen.setdefault((step, key), []).append(value)
+    repeated = [v for v in seen.values() if len(v) > 1 and len(set(v)) > 1]
+    if not repeated:
+        return chosen, None
+    # an accumulation prints every step the same number of times; a key written twice at a few steps only
+    # (an eval line that reuses the train line's name) is not one
+    runs = Counter(len(v) for v in seen.values())
+    k, steps_with_k = runs.most_common(1)[0]
+    if k < 2 or steps_with_k < 0.8 * len(seen):
+        return chosen, None
+    merged: dict[int, _Line] = {}
+    for step, ln in chosen:
+        merged.setdefault(step, _Line(ln.number, ln.counter, {}, {}, ln.explicit))
+        merged[step].printed.update(ln.printed)
+    for (step, key), values in seen.items():
+        merged[step].pairs[key] = sum(values) / len(values)
+    return sorted(merged.items(), key=lambda item: item[0]), (
+        f"each step is printed on {k} lines with other values and never goes back (micro-batches of one "
+        "update): their values are averaged per step")
+
+
 def read(path: str, text: str) -> Run:
     """The loop's metrics; raises InputError (naming the file) only when no metric line is found."""
     lines, unreadable = _parse(text)
@@ -343,7 +428,10 @@ def read(path: str, text: str) -> Run:
     how = None
     if stepped:
         axis = "printed"
-        chosen, how = _points_stepped(lines, stepped)
+        swapped = _iterations_over_steps(stepped)
+        chosen, how = _points_stepped(lines, stepped, text)
+        chosen, micro = _micro_steps(chosen)
+        how = "; ".join(h for h in (swapped, how, micro) if h) or None
     elif by_epoch:
         axis, chosen = "epoch", [(ln.counter.epoch_only, ln) for ln in by_epoch]
     else:

@@ -28,10 +28,12 @@ REPEAT_NGRAM = 3                 # words in the n-grams whose repetition is meas
 PHRASE_MIN_SHARE = 0.15          # a phrase is a candidate when at least this share of answers hold it...
 PHRASE_MAX_SHARE = 0.90          # ...and not nearly all of them (then it cannot tell answers apart)
 PHRASE_CANDIDATES = 12           # per kind (contains / opens with), the most frequent
-PHRASE_MINING_SAMPLES = 5000     # answers the candidates are mined from (all are then measured)
+PHRASE_MINING_SAMPLES = 2000     # answers the candidates are mined from (all are then measured)
+_MINING_WORDS = 200              # words of each of them mined
 _MAX_WORDS = 4000                # words of one answer looked at for repetition
+_REPEAT_SPAN_WORDS = 300         # ... and for the longest repeated span (a search over all pairs of places)
 _WORD = re.compile(r"\S+")
-_PLAIN = set(".,;:!?'\"()[]{}-–—/%+=*<>#&@$_`|\\~^")
+_ODD = re.compile(r"[^\w\s.,;:!?'\"()\[\]{}\-–—/%+=*<>#&@$`|\\~^]")   # not a letter, digit, space or punctuation
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,10 @@ def repetition(words: Sequence[str]) -> tuple[float, int]:
         return 0.0, 0
     counts = Counter(grams)
     share = sum(c for c in counts.values() if c > 1) / len(grams)
-    return share, _longest_repeat(words)
+    if share == 0:                   # no 3-gram occurs twice: the longest repeat is 0, 1 or 2 words
+        return share, 2 if len(set(zip(words, words[1:]))) < len(words) - 1 else (1 if len(set(words)) < len(words)
+                                                                                   else 0)
+    return share, _longest_repeat(words[:_REPEAT_SPAN_WORDS])
 
 
 def _longest_repeat(words: Sequence[str]) -> int:
@@ -116,7 +121,9 @@ def text_shape(text: str) -> tuple[float, int]:
     the script of the letters changes, e.g. Latin to CJK)."""
     if not text:
         return 0.0, 0
-    odd = sum(1 for c in text if not (c.isalnum() or c.isspace() or c in _PLAIN))
+    odd = len(_ODD.findall(text))
+    if text.isascii():
+        return odd / len(text), 0
     switches, last = 0, None
     for c in text:
         script = _script(c) if ord(c) > 127 or c.isalpha() else None
@@ -158,7 +165,7 @@ def phrase_candidates(texts: Sequence[list[str]]) -> tuple[list[str], list[str]]
     contains: Counter = Counter()
     opens: Counter = Counter()
     for words in mined:
-        low = [w.lower() for w in words[:_MAX_WORDS]]
+        low = [w.lower() for w in words[:_MINING_WORDS]]
         grams = {" ".join(low[i:i + n]) for n in (1, 2, 3) for i in range(len(low) - n + 1)}
         contains.update(grams)
         opens.update({" ".join(low[:n]) for n in (1, 2, 3) if len(low) >= n})

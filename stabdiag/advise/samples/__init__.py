@@ -1,6 +1,8 @@
 """What a run's logged samples say about its findings, and a window of them printed with their features.
 
     features.py   per-sample features from the text alone (length, truncation, repetition, markers, phrases)
+    ngrams.py     word n-grams of a batch of answers as hashed arrays (repetition, longest repeat, phrases)
+    textscan.py   character features and format markers by C-level string passes
     stats.py      the stratified association test and the early/late test over steps
     forensics.py  which features moved with the reward (layer 1), how the answers narrowed (layer 2)
     wording.py    the sentences

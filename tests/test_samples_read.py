@@ -115,6 +115,7 @@ def test_a_window_of_a_large_file_stays_within_its_budget(tmp_path, monkeypatch,
     assert window.steps[0] == 0 and window.steps[-1] == 299
     inside = source.window(10, 20, max_samples=400)
     assert list(inside.steps) == list(range(10, 21))
+    assert len(inside.samples) == 11 * 12 and inside.logged == 11 * 40     # every row logged, not only those indexed
 
 
 def test_damaged_lines_are_skipped_not_fatal(tmp_path):
@@ -130,3 +131,30 @@ def test_metric_logs_are_not_sample_logs(tmp_path):
     metrics = tmp_path / "metrics.jsonl"
     metrics.write_text("".join(json.dumps({"step": s, "reward": 0.1 * s}) + "\n" for s in range(5)))
     assert sample_kind(str(metrics)) is None
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_metric_log_with_an_example_answer_per_step_is_read_as_metrics(tmp_path, suffix):
+    # a loop that logs its metrics and one example response a step: a metric log, never refused as samples
+    rows = [{"step": s, "loss": 1.0 / (s + 1), "reward": 0.1 * s, "response": f"example answer {s}"}
+            for s in range(1, 21)]
+    path = tmp_path / f"metrics{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        import pandas as pd
+
+        pd.DataFrame(rows).to_parquet(path)
+    assert sample_kind(str(path)) is None
+    for given in (path, tmp_path):                      # the file by name, and its folder
+        run = load(str(given))[0]
+        assert run.samples is None
+        assert "loss" in run.series and len(run.series["loss"].steps) == 20
+
+
+def test_samples_several_to_a_step_are_samples_whatever_the_file_name(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    _dump(path, steps=3, per_step=4)
+    assert sample_kind(str(path)) == "jsonl"
+    with pytest.raises(InputError, match="logged samples"):
+        load(str(path))

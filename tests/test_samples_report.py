@@ -78,7 +78,8 @@ def test_window_text_prints_a_step(tmp_path):
 
 def test_window_text_escapes_what_a_sample_holds(tmp_path):
     path = tmp_path / "samples.jsonl"
-    path.write_text(json.dumps({"step": 1, "prompt": "p", "completion": HOSTILE, "reward": 1.0}) + "\n")
+    path.write_text("".join(json.dumps({"step": 1, "prompt": "p", "completion": text, "reward": r}) + "\n"
+                            for text, r in ((HOSTILE, 1.0), ("plain", 0.0))))
     out = window_text(str(path), step=1)
     assert "\x1b" not in out and "\u202e" not in out
     assert not any(line.lstrip().startswith("::") for line in out.splitlines())

@@ -31,19 +31,34 @@ def kind_of(path: str) -> str | None:
     return None
 
 
-def first_object(path: str) -> dict | None:
-    """The first JSON object of a JSON Lines file (plain or gzip), or None when it has none or is unreadable."""
+def head_objects(path: str, rows: int = 64, max_bytes: int = 4 << 20) -> list[dict]:
+    """The JSON objects among the first `rows` lines (and `max_bytes`) of a JSON Lines file, plain or gzip;
+    [] when it is unreadable or its first line is not an object."""
+    out: list[dict] = []
+    read = 0
     try:
         with open_bytes(path) as fh:
             for raw in fh:
-                if len(raw) > LINE_MAX:
-                    return None
-                if raw.strip():
-                    obj = json.loads(raw)
-                    return obj if isinstance(obj, dict) else None
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError, InputError, *GZIP_ERRORS):
-        return None
-    return None
+                read += len(raw)
+                if len(raw) > LINE_MAX or read > max_bytes or len(out) == rows:
+                    break
+                if not raw.strip():
+                    continue
+                obj = json.loads(raw)
+                if not isinstance(obj, dict):
+                    break
+                out.append(obj)
+    except ValueError:
+        pass                                # a damaged line ends the head; what came before it stands
+    except (OSError, UnicodeDecodeError, RecursionError, InputError, *GZIP_ERRORS):
+        return []
+    return out
+
+
+def first_object(path: str) -> dict | None:
+    """The first JSON object of a JSON Lines file (plain or gzip), or None when it has none or is unreadable."""
+    head = head_objects(path, rows=1)
+    return head[0] if head else None
 
 
 def parquet_names(path: str) -> list[str]:

@@ -1,13 +1,18 @@
-"""Samples a training loop wrote itself: JSON Lines (plain or gzip) or Parquet with one row per sample and at
-least a step and a completion (`completion`, `response`, `output` or `generation`), and usually the prompt,
-the reward (`reward`, `score`) with its components (`rewards: {fn: value}` or `reward/<fn>` columns), the
-advantage and the length in tokens.  One file may hold a whole run: it is indexed by a scan that keeps, per
-step, a bounded random choice of row locators (never the rows), and only the chosen rows are parsed."""
+"""Samples a training loop wrote itself: JSON Lines (plain or gzip) or Parquet with one row per sample, several
+rows a step, each with at least a step and a completion (`completion`, `response`, `output` or
+`generation`), and usually the prompt, the reward (`reward`, `score`) with its components
+(`rewards: {fn: value}` or `reward/<fn>` columns), the advantage and the length in tokens.  A file with one
+such row a step is a metric log that carries an example answer, and is read as one.  One file may hold a
+whole run: it is indexed by a scan that keeps, per step, a bounded random choice of row locators (never the
+rows), and only the chosen rows are parsed."""
 
 from __future__ import annotations
 
+from itertools import islice
+
+from ..run import exact_step
 from . import _rows
-from .record import COMPLETION_FIELDS, STEP_FIELDS, sample_from_row
+from .record import COMPLETION_FIELDS, STEP_FIELDS, first_field, sample_from_row
 
 KIND = "jsonl"
 
@@ -17,14 +22,33 @@ def _fields_ok(names) -> bool:
     return bool(names & set(COMPLETION_FIELDS)) and bool(names & set(STEP_FIELDS))
 
 
+def _several_per_step(steps) -> bool:
+    """Samples come several to a step (a group per prompt, a batch per step); a metric log that carries one
+    example answer per step is a metric log, and read as one."""
+    seen = set()
+    for step in steps:
+        if step is not None and step in seen:
+            return True
+        seen.add(step)
+    return False
+
+
+def _has_text(row: dict) -> bool:
+    return any(isinstance(row.get(f), (str, list)) for f in COMPLETION_FIELDS)
+
+
 def claims(path: str) -> bool:
     kind = _rows.kind_of(path)
     if kind == "jsonl":
-        head = _rows.first_object(path)
-        return head is not None and _fields_ok(head) and any(
-            isinstance(head.get(f), (str, list)) for f in COMPLETION_FIELDS)
+        head = _rows.head_objects(path)
+        return bool(head) and _fields_ok(head[0]) and _several_per_step(
+            exact_step(first_field(row, STEP_FIELDS)) for row in head if _has_text(row))
     if kind == "parquet":
-        return _fields_ok(_rows.parquet_names(path))
+        names = _rows.parquet_names(path)
+        if not _fields_ok(names):
+            return False
+        field = next(f for f in STEP_FIELDS if f in names)
+        return _several_per_step(step for step, _ in islice(_rows.steps_in_parquet(path, field), 4096))
     return False
 
 

@@ -96,7 +96,8 @@ def number_of(value) -> float:
     return math.nan
 
 
-def _first(row: Mapping, names: tuple[str, ...]):
+def first_field(row: Mapping, names: tuple[str, ...]):
+    """The value of the first of `names` the row holds (not None), else None."""
     for name in names:
         if name in row and row[name] is not None:
             return row[name]
@@ -129,29 +130,29 @@ def sample_from_row(row: Mapping, *, where: str, step: int | None = None, extra_
     and no length (nothing to look at).  `weights` turn components into the total reward where the source
     logs only the components (TRL's parquet)."""
     if step is None:
-        step = exact_step(_first(row, STEP_FIELDS))
+        step = exact_step(first_field(row, STEP_FIELDS))
     if step is None:
         return None
-    completion = text_of(_first(row, COMPLETION_FIELDS))
-    tokens_raw = number_of(_first(row, TOKEN_FIELDS))
+    completion = text_of(first_field(row, COMPLETION_FIELDS))
+    tokens_raw = number_of(first_field(row, TOKEN_FIELDS))
     tokens = int(tokens_raw) if math.isfinite(tokens_raw) and tokens_raw >= 0 else None
     if completion is None and tokens is None:
         return None
     components = _components(row, extra_components)
-    reward = number_of(_first(row, REWARD_FIELDS))
+    reward = number_of(first_field(row, REWARD_FIELDS))
     if not math.isfinite(reward) and weights and components:
         known = [k for k in weights if k in components]
         if known:
             reward = float(sum(weights[k] * components[k] for k in known))
-    prompt = text_of(_first(row, PROMPT_FIELDS))
-    group = _first(row, GROUP_FIELDS)
-    truncated = _first(row, TRUNCATED_FIELDS)
+    prompt = text_of(first_field(row, PROMPT_FIELDS))
+    group = first_field(row, GROUP_FIELDS)
+    truncated = first_field(row, TRUNCATED_FIELDS)
     if truncated is None:
-        finish = _first(row, FINISH_FIELDS)
+        finish = first_field(row, FINISH_FIELDS)
         truncated = None if finish is None else str(finish).lower() in ("length", "max_tokens", "truncated")
     return Sample(step=step, completion=None if completion is None else completion[:TEXT_CAP],
                   prompt=None if prompt is None else prompt[:PROMPT_CAP], reward=reward, components=components,
-                  advantage=number_of(_first(row, ADVANTAGE_FIELDS)), tokens=tokens,
+                  advantage=number_of(first_field(row, ADVANTAGE_FIELDS)), tokens=tokens,
                   chars=None if completion is None else len(completion),
                   truncated=None if truncated is None else bool(truncated),
                   group=str(group) if group is not None else (prompt[:PROMPT_CAP] if prompt else None), where=where)

@@ -57,6 +57,7 @@ class SampleSource:
         self.weights = dict(weights) if weights else None
         self.notes = notes
         self._index: dict[int, list] | None = None
+        self._rows: dict[int, int] = {}         # rows of each step in a single-file dump (the index keeps fewer)
 
     def __repr__(self) -> str:
         return f"SampleSource({self.kind!r}, {len(self._files)} file(s))"
@@ -115,7 +116,7 @@ class SampleSource:
                         j = rng.randrange(count)
                         if j < INDEX_PER_STEP:
                             refs[j] = (path, locator)
-            self._index = index
+            self._index, self._rows = index, seen
         return self._index
 
     def steps(self) -> np.ndarray:
@@ -150,7 +151,7 @@ class SampleSource:
                     found += [s for s in cache[path] if s.step == step]
                 else:
                     found += [s for s in reader.samples(path, locators, weights=self.weights) if s.step == step]
-            logged += len(found)
+            logged += max(len(found), self._rows.get(step, 0))
             kept += _thinned(found, per_step, step)
         return SampleWindow(self.kind, self.files, tuple(kept), logged, self.notes)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...read.samples import Sample
-from .ngrams import MAX_ANSWERS, Words
+from .ngrams import MAX_ANSWERS, HashedWords, Words
 from .textscan import marker_hits, text_shape
 
 # format markers: name -> (label, pattern); `markers=` replaces them (a run's own format)
@@ -37,7 +37,7 @@ PHRASE_MINING_SAMPLES = 2000     # answers the candidates are mined from (all ar
 _MINING_WORDS = 200              # words of each of them mined
 _MAX_WORDS = 4000                # words of one answer looked at for repetition and phrases
 _REPEAT_SPAN_WORDS = 300         # ... and for the longest repeated span
-_BATCH_WORDS = 500_000           # words worked on at once (about 50 bytes each while a batch is worked on)
+_BATCH_WORDS = 200_000           # words worked on at once (about 100 bytes each while a batch is worked on)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,21 +71,21 @@ def words_of(sample: Sample) -> list:
 
 
 def _batches(samples: Sequence[Sample]):
-    """(first index, texts, word counts, the first _MAX_WORDS words) of consecutive samples, at most
+    """(first index, texts, word counts, the first _MAX_WORDS words hashed) of consecutive samples, at most
     MAX_ANSWERS and about _BATCH_WORDS words at a time (a text without spaces counts a word per 16
     characters), so that memory stays bounded whatever the answers hold."""
-    start, texts, counts, words, total = 0, [], [], [], 0
+    start, texts, counts, hashed, total = 0, [], [], HashedWords(), 0
     for i, sample in enumerate(samples):
         every = words_of(sample)
         texts.append(sample.completion)
         counts.append(len(every))
-        words.append(every if len(every) <= _MAX_WORDS else every[:_MAX_WORDS])
+        hashed.add(every if len(every) <= _MAX_WORDS else every[:_MAX_WORDS])
         total += min(len(every), _MAX_WORDS) + len(sample.completion or "") // 16
-        if len(words) == MAX_ANSWERS or total >= _BATCH_WORDS:
-            yield start, texts, counts, words
-            start, texts, counts, words, total = i + 1, [], [], [], 0
-    if words:
-        yield start, texts, counts, words
+        if len(hashed) == MAX_ANSWERS or total >= _BATCH_WORDS:
+            yield start, texts, counts, Words(hashed)
+            start, texts, counts, hashed, total = i + 1, [], [], HashedWords(), 0
+    if len(hashed):
+        yield start, texts, counts, Words(hashed)
 
 
 def same_in_group(samples: Sequence[Sample]) -> np.ndarray:
@@ -114,9 +114,14 @@ def phrase_candidates(texts: Sequence[str]) -> tuple[list[str], list[str]]:
     against either stays fair."""
     if not texts:
         return [], []
-    mined = [t.lower().split()[:_MINING_WORDS] for t in texts[::math.ceil(len(texts) / PHRASE_MINING_SAMPLES)]]
-    words = Words(mined)
+    mined = texts[::math.ceil(len(texts) / PHRASE_MINING_SAMPLES)]
+    hashed = HashedWords()
+    for text in mined:
+        hashed.add(text.lower().split()[:_MINING_WORDS])
+    words = Words(hashed)
     n = len(mined)
+
+    split: dict[int, list[str]] = {}         # the words of the answers a phrase is spelled from
 
     def pick(opening: bool) -> list[str]:
         ok: list[tuple[int, str]] = []
@@ -125,7 +130,9 @@ def phrase_candidates(texts: Sequence[str]) -> tuple[list[str], list[str]]:
             keep = (counts >= PHRASE_MIN_SHARE * n) & (counts <= PHRASE_MAX_SHARE * n)
             for count, flat in zip(counts[keep], at[keep]):
                 answer, pos = int(words.answer[flat]), int(words.pos[flat])
-                ok.append((int(count), " ".join(mined[answer][pos:pos + size])))
+                if answer not in split:
+                    split[answer] = mined[answer].lower().split()[:_MINING_WORDS]
+                ok.append((int(count), " ".join(split[answer][pos:pos + size])))
         ok.sort(key=lambda t: (-t[0], -len(t[1]), t[1]))
         counted = {gram: count for count, gram in ok}
         chosen: list[str] = []
@@ -151,8 +158,7 @@ def features(samples: Sequence[Sample], *, markers: dict[str, tuple[str, str]] |
     holds = np.zeros((n, len(contains)))
     opens_with = np.zeros((n, len(opens)))
     found = {name: np.full(n, math.nan) for name in markers}
-    for start, texts, counts, lists in _batches(samples):
-        batch = Words(lists)
+    for start, texts, counts, batch in _batches(samples):
         end = start + len(batch)
         twice, grams = batch.repeated(REPEAT_NGRAM)
         words[start:end] = counts

@@ -11,8 +11,8 @@ Thue-Morse collision under 2048 words: the exact searches look at the first 300 
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
-from itertools import chain
 
 import numpy as np
 
@@ -48,25 +48,46 @@ def _mixed(hashes: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+class HashedWords:
+    """Answers' words as they are read, kept as hashes only (8 bytes a word: the word strings go at once)."""
+
+    def __init__(self) -> None:
+        self.counts = array("q")
+        self.hashes = array("q")
+
+    def add(self, words: Sequence) -> None:
+        self.counts.append(len(words))
+        self.hashes.extend(map(hash, words))
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+
 class Words:
     """The words of up to MAX_ANSWERS answers: answer i holds flat positions starts[i] .. starts[i]+counts[i]-1.
     Words are hashed as they are (str or token id), so the caller chooses case and tokenisation."""
 
-    def __init__(self, answers: Sequence[Sequence]) -> None:
-        if len(answers) > MAX_ANSWERS:
+    def __init__(self, hashed: HashedWords) -> None:
+        if len(hashed) > MAX_ANSWERS:
             raise ValueError(f"at most {MAX_ANSWERS} answers in a batch")
-        self.counts = np.fromiter(map(len, answers), dtype=np.int64, count=len(answers))
-        if len(answers) and self.counts.max() > MAX_WORDS:
+        self.counts = np.asarray(hashed.counts, dtype=np.int64)
+        if len(self.counts) and self.counts.max() > MAX_WORDS:
             raise ValueError(f"at most {MAX_WORDS} words an answer")
         total = int(self.counts.sum())
-        self._hashes = hashes = _mixed(np.fromiter(map(hash, chain.from_iterable(answers)), dtype=np.int64,
-                                                   count=total))
+        self._hashes = hashes = _mixed(np.asarray(hashed.hashes, dtype=np.int64))
         self._placed: dict[int, np.ndarray] = {}
         self.starts = np.cumsum(self.counts) - self.counts
-        self.answer = np.repeat(np.arange(len(answers), dtype=np.int64), self.counts)
+        self.answer = np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
         self.pos = np.arange(total, dtype=np.int64) - self.starts[self.answer]
         self._prefix = np.concatenate((np.zeros(1, np.uint64), np.cumsum(hashes * _powers(_R, total))))
         self._inverse = _powers(_R_INV, total)
+
+    @classmethod
+    def of(cls, answers: Sequence[Sequence]) -> Words:
+        hashed = HashedWords()
+        for words in answers:
+            hashed.add(words)
+        return cls(hashed)
 
     def __len__(self) -> int:
         return len(self.counts)
@@ -193,7 +214,7 @@ class Words:
         out = np.zeros((len(self), len(phrases)), dtype=bool)
         if not phrases:
             return out
-        wanted = Words(phrases)
+        wanted = Words.of(phrases)
         lengths = wanted.counts
         _, wanted_ids = wanted.grams(lengths)
         at = self.starts[self.counts > 0] if opening else np.arange(len(self.pos))

@@ -86,6 +86,16 @@ def test_over_steps_is_exact_for_few_steps_and_one_sided():
     assert down.p == 1.0 and up.late > up.early
 
 
+def test_over_steps_by_monte_carlo_for_many_steps():
+    steps = np.repeat(np.arange(40), 3)                # C(40, 20) splits: too many to enumerate
+    rising = steps.astype(float)
+    assert stats.over_steps(rising, steps, direction=1).p == 1 / (1 + stats.DRAWS)
+    assert stats.over_steps(rising, steps, direction=-1).p == 1.0
+    rng = np.random.default_rng(5)
+    null = [stats.over_steps(rng.random(len(steps)), steps, direction=1, seed=k).p for k in range(40)]
+    assert 0.3 < np.mean(null) < 0.7                   # uniform under the null: mean 0.5, sd 0.05 over 40
+
+
 def test_holm_steps_down():
     assert stats.holm([0.001, 0.02, 0.004], 0.01) == [True, False, True]
     assert stats.holm([0.02, 0.001], 0.01) == [False, True]
@@ -108,3 +118,10 @@ def test_a_diagnosis_gets_the_evidence_on_its_layer1_finding():
     assert found.rule == "L1.reward-component-divergence" and found.last_step == 16
     assert found.named and found.named[0].feature in {"answer_tag", "has:<answer>"}
     assert sample_evidence(run, replace(diag, findings=())) is None
+
+
+def test_a_p_value_that_underflows_is_not_said_to_be_zero():
+    from stabdiag.advise.samples.forensics import FeatureEffect
+
+    effect = FeatureEffect("has:x", "contains 'x'", True, 0.9, 0.1, 0.2, 0.8, 40.0, 0.0, 5e-4, True)
+    assert "p < 1e-16 within groups" in effect.describe() and "p 0.0005 over steps" in effect.describe()

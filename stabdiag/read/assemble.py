@@ -210,7 +210,8 @@ def lost_runs(source: str | os.PathLike[str], failed: list[tuple[str, InputError
 # --- what a tree holds that was not read --------------------------------------------------------------
 
 def _not_read(runs: list[RunFiles], *, source: str, folders: dict[str, int], refused: list[tuple[str, str]],
-              unreadable: list[tuple[str, str]], samples: list[str] = ()) -> tuple[tuple[str, str], ...]:
+              unreadable: list[tuple[str, str]], samples: tuple[str, ...] | list[str] = ()
+              ) -> tuple[tuple[str, str], ...]:
     """(path, why) for each folder beside the runs that holds no readable log, and each log-like file
     outside every run that no reader took (see `discover_tree`)."""
     top = os.path.normpath(source)
@@ -241,7 +242,6 @@ def _not_read(runs: list[RunFiles], *, source: str, folders: dict[str, int], ref
             continue                    # stabdiag probe's inputs (rollouts and a model), not a run
         if not within and any(inside(p, folder) for p in samples):
             continue                    # logged samples, attached to a run or beside several
-
         if not within and total.get(folder, 0) == 1 and os.path.isfile(os.path.join(folder, "meta.yaml")):
             continue                    # an MLflow experiment with no runs (every store has "Default")
         named.append(folder)

@@ -4,6 +4,7 @@ findings, and which signals to start logging for layers that could not be judged
 from __future__ import annotations
 
 import io
+import math
 import re
 
 from rich.console import Console
@@ -156,8 +157,7 @@ def _samples(console: Console, diag: Diagnosis) -> None:
     rows += [("", "- " + shown(effect.describe())) for effect in evidence.named[:4]]
     for example in evidence.examples:
         text = example.text if len(example.text) <= 100 else example.text[:99] + "…"
-        reward = f", reward {example.reward:.3g}" if example.reward is not None and example.reward == example.reward \
-            else ""
+        reward = f", reward {example.reward:.3g}" if math.isfinite(example.reward) else ""
         rows.append(("", Text(f"{example.role} (step {example.step}{reward}): ", style="dim") + Text(shown(text))))
     _items(console, rows)
 

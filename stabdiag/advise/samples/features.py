@@ -5,7 +5,7 @@ holding 0/1, so the forensics can treat every feature the same way.
 
 Words are the answer's lower-cased whitespace-separated words, split once per answer; everything built on
 them (repetition, phrases) runs on batches of answers as arrays (ngrams.py), and the character features
-by C-level string passes (textscan.py): 100k answers cost a few times what splitting them does
+by C-level string passes (textscan.py): 100k answers cost about ten times what splitting them does
 (bench/samples_speed.py).
 """
 
@@ -48,14 +48,7 @@ class FeatureTable:
     columns: dict[str, np.ndarray]
     labels: dict[str, str]
     binary: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def steps(self) -> np.ndarray:
-        return np.array([s.step for s in self.samples], dtype=np.int64)
-
-    @property
-    def scores(self) -> np.ndarray:
-        return np.array([s.score for s in self.samples], dtype=np.float64)
+    steps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))     # each sample's step
 
     def row(self, i: int) -> dict[str, float]:
         return {name: float(col[i]) for name, col in self.columns.items()}
@@ -206,4 +199,5 @@ def features(samples: Sequence[Sample], *, markers: dict[str, tuple[str, str]] |
         add(f"has:{gram}", f"contains '{gram}'", holds[:, j], True)
     for j, gram in enumerate(opens):
         add(f"opens:{gram}", f"opens with '{gram}'", opens_with[:, j], True)
-    return FeatureTable(samples, cols, labels, frozenset(binary))
+    return FeatureTable(samples, cols, labels, frozenset(binary),
+                        np.fromiter((s.step for s in samples), dtype=np.int64, count=n))

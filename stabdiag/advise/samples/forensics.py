@@ -125,6 +125,12 @@ def strata_of(samples: tuple[Sample, ...]) -> np.ndarray:
     return ids
 
 
+def _about(window: SampleWindow, rule: str, layer: int, first_step: int | None, last_step: int | None) -> dict:
+    """What every SampleForensics of `window` says, judged or not."""
+    return dict(rule=rule, layer=layer, kind=window.kind, first_step=first_step, last_step=last_step,
+                samples=len(window.samples), logged=window.logged, steps=len(window.steps), notes=window.notes)
+
+
 def _large(effect_high: float, effect_low: float, binary: bool) -> bool:
     if not (math.isfinite(effect_high) and math.isfinite(effect_low)):
         return False
@@ -137,8 +143,7 @@ def _large(effect_high: float, effect_low: float, binary: bool) -> bool:
 def reward_forensics(window: SampleWindow, *, rule: str, first_step: int | None, last_step: int | None,
                      table: FeatureTable | None = None) -> SampleForensics:
     """Name the features that moved with the reward in `window` (see the module docstring)."""
-    base = dict(rule=rule, layer=1, kind=window.kind, first_step=first_step, last_step=last_step,
-                samples=len(window.samples), logged=window.logged, steps=len(window.steps), notes=window.notes)
+    base = _about(window, rule, 1, first_step, last_step)
     scores = np.array([s.score for s in window.samples], dtype=np.float64)
     if len(window.samples) < MIN_SAMPLES or np.isfinite(scores).sum() < MIN_SAMPLES:
         return SampleForensics(**base, not_judged=f"{np.isfinite(scores).sum()} samples with a reward in steps "
@@ -164,29 +169,22 @@ def reward_forensics(window: SampleWindow, *, rule: str, first_step: int | None,
     effects = []
     for name, assoc in tested:
         shift = shifts.get(name)
-        named = bool(second_stage.get(name)) and shift is not None and \
-            _large(shift.late, shift.early, name in table.binary)
-        effects.append(FeatureEffect(name, table.labels[name], name in table.binary, assoc.high, assoc.low,
-                                     shift.early if shift else _early_late(table, name)[0],
-                                     shift.late if shift else _early_late(table, name)[1], assoc.z, assoc.p,
-                                     shift.p if shift else None, named))
+        early, late = (shift.early, shift.late) if shift else _early_late(table, name)
+        named = bool(second_stage.get(name)) and shift is not None and _large(late, early, name in table.binary)
+        effects.append(FeatureEffect(name, table.labels[name], name in table.binary, assoc.high, assoc.low, early,
+                                     late, assoc.z, assoc.p, shift.p if shift else None, named))
     effects.sort(key=lambda e: (not e.named, e.p_reward))
     return SampleForensics(**base, effects=tuple(effects), examples=examples(window.samples))
 
 
 def _early_late(table: FeatureTable, name: str) -> tuple[float, float]:
-    col, steps = table.columns[name], table.steps
-    uniq = np.unique(steps)
-    half = len(uniq) // 2
-    early = col[np.isin(steps, uniq[:half]) & np.isfinite(col)]
-    late = col[np.isin(steps, uniq[len(uniq) - half:]) & np.isfinite(col)]
+    early, late = stats.step_halves(table.columns[name], table.steps)
     return (float(early.mean()) if len(early) else math.nan, float(late.mean()) if len(late) else math.nan)
 
 
 def narrowing(window: SampleWindow, *, rule: str, first_step: int | None, last_step: int | None) -> SampleForensics:
     """For a layer-2 finding: repetition and identical answers within a group, early against late steps."""
-    base = dict(rule=rule, layer=2, kind=window.kind, first_step=first_step, last_step=last_step,
-                samples=len(window.samples), logged=window.logged, steps=len(window.steps), notes=window.notes)
+    base = _about(window, rule, 2, first_step, last_step)
     if len(window.steps) < MIN_STEPS or len(window.samples) < MIN_SAMPLES:
         return SampleForensics(**base, not_judged=f"{len(window.samples)} samples at {len(window.steps)} step(s); "
                                                   f"{MIN_SAMPLES} samples at {MIN_STEPS} steps needed")

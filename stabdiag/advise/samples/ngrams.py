@@ -57,7 +57,7 @@ class HashedWords:
 
     def add(self, words: Sequence) -> None:
         self.counts.append(len(words))
-        self.hashes.extend(map(hash, words))
+        self.hashes.fromlist(list(map(hash, words)))      # faster than extending from the iterator
 
     def __len__(self) -> int:
         return len(self.counts)

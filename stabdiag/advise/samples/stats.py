@@ -102,18 +102,23 @@ def within_strata(x: np.ndarray, high: np.ndarray, strata: np.ndarray, *, seed: 
     return Association(float(x[h == 1].mean()), float(x[h == 0].mean()), z, p, int(len(x)))
 
 
-def over_steps(x: np.ndarray, steps: np.ndarray, *, direction: int, seed: int = 0) -> Shift | None:
-    """Per-step means of `x`, the early half of the steps against the late half (the middle step of an odd
-    count left out), one-sided in `direction` (+1: late higher)."""
+def step_halves(x: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The per-step means of `x` (where it is known) of the early half of the steps and of the late half, the
+    middle step of an odd count left out."""
     ok = np.isfinite(x)
-    if not ok.any():
-        return None
-    uniq, inverse = np.unique(steps[ok], return_inverse=True)
-    means = np.bincount(inverse, x[ok]) / np.bincount(inverse)
+    _, inverse = np.unique(steps[ok], return_inverse=True)
+    means = np.bincount(inverse, x[ok]) / np.bincount(inverse) if ok.any() else np.zeros(0)
     half = len(means) // 2
+    return means[:half], means[len(means) - half:]
+
+
+def over_steps(x: np.ndarray, steps: np.ndarray, *, direction: int, seed: int = 0) -> Shift | None:
+    """Per-step means of `x`, the early half of the steps against the late half (step_halves), one-sided in
+    `direction` (+1: late higher); None with fewer than two steps a half."""
+    early, late = step_halves(x, steps)
+    half = len(early)
     if half < 2:
         return None
-    early, late = means[:half], means[len(means) - half:]
     pooled = np.r_[early, late]
     observed = direction * (late.mean() - early.mean())
     total = len(pooled)
@@ -124,7 +129,8 @@ def over_steps(x: np.ndarray, steps: np.ndarray, *, direction: int, seed: int = 
         p = float(np.mean(diffs >= observed - 1e-12))
     else:
         rng = np.random.default_rng(seed)
-        early_sums = np.array([pooled[rng.permutation(total)[:half]].sum() for _ in range(DRAWS)])
+        early_sums = np.concatenate([pooled[np.argsort(rng.random((min(256, DRAWS - start), total)), axis=1)[:, :half]]
+                                     .sum(axis=1) for start in range(0, DRAWS, 256)])    # 256 random splits at once
         hits = int(np.sum(direction * ((whole - early_sums) / half - early_sums / half) >= observed - 1e-12))
         p = (1 + hits) / (1 + DRAWS)
     return Shift(float(early.mean()), float(late.mean()), p, total)

@@ -20,7 +20,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069
 
 def _shown(text: str) -> str:
     """Text from a sample as a terminal may show it: the escaping policy of stabdiag.report._escape.visible
-    (duplicated because advise may not import report; tests/test_samples_view.py holds the two equal)."""
+    (duplicated because advise may not import report; tests/test_samples_report.py holds the two equal)."""
     def sub(match: re.Match) -> str:
         char = match.group()
         if char == "::":

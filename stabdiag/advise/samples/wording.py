@@ -11,6 +11,11 @@ def _amount(value: float) -> str:
     return f"{value:.0f}" if abs(value) >= 10 else f"{value:.2g}"
 
 
+def _p(p: float) -> str:
+    """A p value as read: the normal tail underflows to 0 far out, which is not a probability of 0."""
+    return "p < 1e-16" if p < 1e-16 else f"p {p:.2g}"
+
+
 def effect(e) -> str:
     """"'certainly' in 94% of high-reward answers vs 12% of low ones; 19% early -> 97% late" (a share) or
     "characters 2.1x in high-reward answers (118 vs 56); 61 early -> 120 late" (an amount)."""
@@ -27,8 +32,8 @@ def effect(e) -> str:
         moved = f"{e.early:.0%} early -> {e.late:.0%} late" if math.isfinite(e.early) and math.isfinite(e.late) else ""
     else:
         moved = f"{_amount(e.early)} early -> {_amount(e.late)} late"
-    tests = [f"p {e.p_reward:.2g} within groups" if math.isfinite(e.p_reward) else "",
-             f"p {e.p_steps:.2g} over steps" if e.p_steps is not None else ""]
+    tests = [f"{_p(e.p_reward)} within groups" if math.isfinite(e.p_reward) else "",
+             f"{_p(e.p_steps)} over steps" if e.p_steps is not None else ""]
     tests = [t for t in tests if t]
     return f"{reward}; {moved}" + (f" ({', '.join(tests)})" if tests else "")
 

@@ -84,8 +84,7 @@ class SampleSource:
         files = tuple(sorted(files))
         weights = None
         if kind == trl.KIND and config:
-            names = _trl_reward_columns(files[0])
-            weights = trl.weights_from(config, names)
+            weights = trl.weights_from(config, trl.reward_columns(files[0]))
         return cls(kind, files, weights=weights, notes=notes)
 
     @property
@@ -171,20 +170,6 @@ def _thinned(samples: list[Sample], limit: int, seed: int) -> list[Sample]:
             continue
         out += groups[key][:limit]
     return out
-
-
-def _trl_reward_columns(path: str) -> list[str]:
-    from ._rows import parquet_names
-
-    skip = {"step", "prompt", "completion", "advantage", "image"}
-    try:
-        import pyarrow.parquet as pq
-
-        schema = pq.read_schema(path)
-    except Exception:               # noqa: BLE001 - unreadable: no weights, the advantage still ranks
-        return []
-    names = parquet_names(path)
-    return [n for n in names if n not in skip and str(schema.field(n).type) in ("double", "float", "int64")]
 
 
 def online_source(uri: str) -> SampleSource:

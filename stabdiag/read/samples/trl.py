@@ -10,7 +10,7 @@ import os
 import re
 
 from . import _rows
-from .record import Sample, sample_from_row
+from .record import sample_from_row
 
 KIND = "trl"
 _NAME = re.compile(r"^completions_(\d+)\.parquet$")
@@ -41,6 +41,18 @@ def samples(path: str, locators, *, weights=None):
             yield sample
 
 
+def reward_columns(path: str) -> list[str]:
+    """The numeric columns of a completions parquet other than the fixed ones: the reward functions', in the
+    order TRL wrote them (the order of `reward_weights`)."""
+    try:
+        import pyarrow.parquet as pq
+
+        schema = pq.read_schema(path)
+    except Exception:               # noqa: BLE001 - unreadable: no weights, the advantage still ranks
+        return []
+    return [f.name for f in schema if f.name not in _FIXED and str(f.type) in ("double", "float", "int64")]
+
+
 def weights_from(config: dict | None, names: list[str]) -> dict[str, float] | None:
     """`reward_weights` of a TRL config, by reward function name (in the order of the reward columns)."""
     if not isinstance(config, dict):
@@ -53,5 +65,3 @@ def weights_from(config: dict | None, names: list[str]) -> dict[str, float] | No
     except (TypeError, ValueError):
         return None
 
-
-__all__ = ["KIND", "Sample", "claims", "samples", "steps", "weights_from"]

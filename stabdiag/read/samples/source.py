@@ -4,8 +4,10 @@ Nothing is read when a run is loaded: the files are only named.  The first windo
 files by their names; a single file of a whole run by one scan that keeps, per step, at most
 `INDEX_PER_STEP` row locators), and a window reads at most `max_samples` samples spread over its steps,
 whole prompt groups at a time.  Memory: the index (a few dozen bytes per kept locator) plus at most
-`max_samples` samples of at most TEXT_CAP characters each: under 100 MB at the defaults, whatever the size of
-the dump (bench/samples_memory.py measures it on a 2 GB dump).
+`max_samples` samples of at most TEXT_CAP characters of answer and PROMPT_CAP of prompt each: at the
+defaults about 75 MB of ASCII text at worst, whatever the size of the dump (Python keeps a character outside
+Latin-1 in 2 or 4 bytes: up to 2-4x that for such text).  bench/samples_memory.py measures a 2 GB dump:
+32 MB of peak growth to read a window, 75 MB with the forensics on it, against a budget of 100 MB.
 """
 
 from __future__ import annotations

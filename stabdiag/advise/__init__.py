@@ -16,19 +16,22 @@ from ..signals.resolve import Signals
 from .cost import estimate
 from .forecast import forecasts
 from .methods import active_methods, advice
+from .samples import sample_evidence
 
 
 def advise(run: Run, signals: Signals, diagnosis: Diagnosis, params: dict, *, gpus: int | None = None,
            gpu_hour_cost: float | None = None) -> Diagnosis:
     """The diagnosis with its advice: the compute its failure wasted (`gpus` and `gpu_hour_cost` turn
     the hours into GPU-hours and money), forecasts from the rules' resolved `params`, the stability
-    methods the run has on and what to try for its root layer."""
+    methods the run has on and what to try for its root layer, and what its logged samples show about its
+    lead layer-1 (else layer-2) finding."""
     active = tuple(active_methods(run.meta.get("config"), list(run.series)))
     root = diagnosis.root_layer
     return replace(diagnosis,
                    cost=estimate(run, signals, list(diagnosis.findings), root, gpus=gpus, gpu_hour_cost=gpu_hour_cost),
                    forecasts=tuple(forecasts(signals, params, diagnosis.ending)), methods=active,
-                   methods_advice=advice(root, list(active), has_config=_has_training_config(run)))
+                   methods_advice=advice(root, list(active), has_config=_has_training_config(run)),
+                   samples=sample_evidence(run, diagnosis))
 
 
 def advisor(*, gpus: int | None = None, gpu_hour_cost: float | None = None):

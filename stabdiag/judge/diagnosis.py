@@ -9,9 +9,10 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = "2.2"   # 2.0: verdict "unknown", not-judged reasons; 2.1: what a selection ignored, the
+SCHEMA_VERSION = "2.3"   # 2.0: verdict "unknown", not-judged reasons; 2.1: what a selection ignored, the
                          # layer status "ignored", verdict_text; 2.2: unknown[].undecided, and verdict_text
-                         # names the rules too noisy to tell.  The schema: stabdiag/schema.py
+                         # names the rules too noisy to tell; 2.3: samples (what logged completions show,
+                         # present only for a run that logged them).  The schema: stabdiag/report/schema.py
 
 
 class Status(str, Enum):
@@ -178,6 +179,7 @@ class Diagnosis:
     ignored: tuple[str, ...] = ()           # rule ids the selection (--select / --ignore) left out
     ignored_layers: tuple[int, ...] = ()    # layers all of whose rules were left out
     ignored_findings: tuple[Finding, ...] = ()   # what the left-out rules would have found
+    samples: object | None = None           # stabdiag.advise.samples.SampleForensics: what logged samples show
 
     @property
     def verdict(self) -> str:
@@ -270,7 +272,8 @@ class Diagnosis:
                 "steps": list(self.steps) if self.steps else None, "notes": list(self.notes),
                 "verdict_text": self.verdict_text(), "ignored": list(self.ignored),
                 "ignored_layers": list(self.ignored_layers),
-                "ignored_findings": [f.to_dict() for f in self.ignored_findings]}
+                "ignored_findings": [f.to_dict() for f in self.ignored_findings],
+                **({"samples": self.samples.to_dict()} if self.samples is not None else {})}
 
 
 def exit_code_of(diagnoses, fail_on: str = "fail", *, allow_unknown: bool = False) -> int:

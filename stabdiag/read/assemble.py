@@ -39,6 +39,7 @@ from .formats import loader_for, uri_loader
 from .formats.tabular import is_rollout_dump
 from .run import Run, run_name_for
 from .runconfig import read_run_config
+from .samples import SampleSource, online_source, sample_kind
 from .sources import Source, merge_sources
 
 _SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules"}
@@ -65,6 +66,7 @@ class RunFiles:
     skipped: tuple[tuple[str, str], ...] = ()     # (path, why) unreadable files and folders: warnings
     member: str | None = None                     # the run's id inside a store that holds several (MLflow)
     notes: tuple[str, ...] = ()                   # how the files were told apart (stabdiag.read._peers)
+    samples: tuple[str, ...] = ()                 # files of logged samples (completions), read lazily
 
 
 def discover(source: str | os.PathLike[str], *, split_sources: bool = False, one_run: bool = False,
@@ -105,8 +107,9 @@ def _discover(source: str | os.PathLike[str], split_sources: bool, seen: dict) -
         single = _single_file(source)
         return _members([single], source, selector, {source: loader_for(source)})
     folders: dict[str, int] = {}
-    claimed, refused, unreadable = _walk(source, folders)
-    seen.update(source=source, folders=folders, refused=refused, unreadable=unreadable)
+    sample_files: list[str] = []
+    claimed, refused, unreadable = _walk(source, folders, sample_files)
+    seen.update(source=source, folders=folders, refused=refused, unreadable=unreadable, samples=sample_files)
     if not claimed:
         own = next((why for path, why in unreadable if os.path.normpath(path) == os.path.normpath(source)), None)
         if own is not None:
@@ -126,7 +129,7 @@ def _discover(source: str | os.PathLike[str], split_sources: bool, seen: dict) -
                              refused=refused_here))
     if not split_sources:
         runs = join_consoles(split_peers(runs, dict(claimed), **seen["peers"]), dict(claimed))
-    return _with_skipped(_members(runs, source, selector, dict(claimed)), unreadable)
+    return _with_samples(_with_skipped(_members(runs, source, selector, dict(claimed)), unreadable), sample_files)
 
 
 def load_run(run_files: RunFiles, **options) -> Run:
@@ -134,7 +137,9 @@ def load_run(run_files: RunFiles, **options) -> Run:
     and only a run with nothing readable is an error (naming every file tried and why)."""
     if run_files.uri is not None:
         run = uri_loader(run_files.uri).load_uri(run_files.uri, **options)
-        return Run(run.name, run.series, run.sources, settled_meta(run.meta, run.series), run.notes, run.warnings)
+        samples = online_source(run_files.uri) if run_files.uri.startswith("wandb://") else None
+        return Run(run.name, run.series, run.sources, settled_meta(run.meta, run.series), run.notes, run.warnings,
+                   samples)
     sources: list[Source] = []
     errors: list[InputError] = []
     for loader, folder, paths in _source_groups(run_files.files):
@@ -162,8 +167,9 @@ def load_run(run_files: RunFiles, **options) -> Run:
     warnings = tuple(f"{_rel(path, root)}: not read: {why}" for path, why in failed + list(run_files.skipped))
     meta, config_notes = _with_run_config(run.meta, root if run_files.root else None)
     meta = settled_meta(meta, run.series, root)     # how it ended, against its planned length
+    samples = SampleSource.of(run_files.samples, config=meta.get("config")) if run_files.samples else None
     return Run(run.name, run.series, run.sources, meta, run_files.notes + run.notes + tuple(config_notes) + warnings,
-               run.warnings + warnings)
+               run.warnings + warnings, samples)
 
 
 def _with_run_config(meta: dict, folder: str | None) -> tuple[dict, list[str]]:
@@ -199,7 +205,7 @@ def load(sources, *, split_sources: bool = False, one_run: bool = False, split_f
         if lost:
             first = loaded[0]
             loaded[0] = Run(first.name, first.series, first.sources, first.meta, first.notes + lost,
-                            first.warnings + lost)
+                            first.warnings + lost, first.samples)
         runs.extend(loaded)
     return runs
 
@@ -216,7 +222,8 @@ def lost_runs(source: str | os.PathLike[str], failed: list[tuple[str, InputError
 # --- what a tree holds that was not read --------------------------------------------------------------
 
 def _not_read(runs: list[RunFiles], *, source: str, folders: dict[str, int], refused: list[tuple[str, str]],
-              unreadable: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+              unreadable: list[tuple[str, str]], samples: tuple[str, ...] | list[str] = ()
+              ) -> tuple[tuple[str, str], ...]:
     """(path, why) for each folder beside the runs that holds no readable log, and each log-like file
     outside every run that no reader took (see `discover_tree`)."""
     top = os.path.normpath(source)
@@ -245,6 +252,8 @@ def _not_read(runs: list[RunFiles], *, source: str, folders: dict[str, int], ref
         within = [(p, why) for p, why in refused + unreadable if inside(p, folder)]
         if within and all(is_rollout_dump(p) for p, _ in within):
             continue                    # stabdiag probe's inputs (rollouts and a model), not a run
+        if not within and any(inside(p, folder) for p in samples):
+            continue                    # logged samples, attached to a run or beside several
         if not within and total.get(folder, 0) == 1 and os.path.isfile(os.path.join(folder, "meta.yaml")):
             continue                    # an MLflow experiment with no runs (every store has "Default")
         named.append(folder)
@@ -330,6 +339,9 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
 
 def _single_file(path: str) -> RunFiles:
     """A file given by name (`discover` has checked that it opens)."""
+    if _is_samples(os.path.basename(path)) and sample_kind(path) not in (None, "rollouts"):
+        raise InputError(path, "logged samples (completions), not a metric log; check the run's folder, or print "
+                               "a step's samples with stabdiag samples FILE --step S")
     loader = loader_for(path)
     if loader is None and is_rollout_dump(path):
         raise InputError(path, "a rollout dump, not a metric log; measure its drift with "
@@ -346,12 +358,12 @@ def _single_file(path: str) -> RunFiles:
     return RunFiles(name=named, files=(path,), root=os.path.dirname(path))
 
 
-def _walk(source: str, folders: dict[str, int] | None = None
+def _walk(source: str, folders: dict[str, int] | None = None, samples: list[str] | None = None
           ) -> tuple[list[tuple[str, ModuleType]], list[tuple[str, str]], list[tuple[str, str]]]:
     """(file, reader) for every metric log under `source`, the log-like files no reader takes, and
     what could not be read at all (folders that could not be listed, files that cannot be opened, named
     pipes and devices where a log was expected), each with why; `folders` gets each folder walked and
-    how many files it holds."""
+    how many files it holds, `samples` every file of logged samples (never read as metrics)."""
     claimed: list[tuple[str, ModuleType]] = []
     refused: list[tuple[str, str]] = []
     unreadable: list[tuple[str, str]] = []
@@ -383,12 +395,41 @@ def _walk(source: str, folders: dict[str, int] | None = None
             if problem is not None:
                 unreadable.append((path, problem))
                 continue
+            kind = sample_kind(path) if samples is not None and _is_samples(fname) else None
+            if kind is not None:
+                samples.append(path)
+                if kind != "rollouts":      # a rollout dump is also refused as a metric log, as it always was
+                    continue
             loader = loader_for(path)
             if loader is not None and (not in_wandb or loader.__name__.endswith(".wandb")):
                 claimed.append((path, loader))
             elif not in_wandb and os.path.splitext(fname.lower())[1] in _LOGLIKE:
                 refused.append((path, _why_refused(path)))
     return claimed, refused, unreadable
+
+
+def _is_samples(fname: str) -> bool:
+    """A file whose name allows it to be a log of samples (the content decides: read.samples.sample_kind)."""
+    low = fname.lower()
+    return low.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".parquet", ".pq", ".table.json"))
+
+
+def _with_samples(runs: list[RunFiles], samples: list[str]) -> list[RunFiles]:
+    """Each file of samples on the run whose folder holds it (the deepest), else on the only run; samples
+    beside several runs and in none of them are left alone."""
+    if not samples or not runs:
+        return runs
+    found: dict[int, list[str]] = {}
+    for path in samples:
+        owners = [i for i, run in enumerate(runs) if run.root and inside(path, run.root)]
+        if owners:
+            owner = max(owners, key=lambda i: len(runs[i].root))
+        elif len(runs) == 1:
+            owner = 0
+        else:
+            continue
+        found.setdefault(owner, []).append(path)
+    return [replace(run, samples=tuple(found[i])) if i in found else run for i, run in enumerate(runs)]
 
 
 def _died_before_first_step(path: str) -> str | None:

@@ -202,6 +202,7 @@ class Run:
     meta: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    samples: object | None = field(default=None, compare=False)   # read.samples.SampleSource, read lazily
 
     @property
     def resumed(self) -> bool:
@@ -237,7 +238,7 @@ class Run:
         merged = dict(self.series)
         merged.update(extra)
         notes = self.notes + ((note,) if note else ())
-        return Run(self.name, merged, self.sources, dict(self.meta), notes, self.warnings)
+        return Run(self.name, merged, self.sources, dict(self.meta), notes, self.warnings, self.samples)
 
 
 def series_from_long(keys, steps, values, wall_time=None) -> dict[str, Series]:

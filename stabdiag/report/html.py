@@ -18,6 +18,7 @@ import math
 from .._version import __version__
 from ..judge.diagnosis import Diagnosis, Finding, Status, Trend
 from ..judge.rules import LAYER_NAMES
+from ._escape import html as escape_html
 from .settings import summary_line
 
 _COLOR = {"pass": "#2ca02c", "warn": "#e08a00", "fail": "#d62728", "unknown": "#7f7f7f", "ignored": "#7f7f7f"}
@@ -211,6 +212,7 @@ def _run(diag: Diagnosis) -> list[str]:
         out.append("</ul><ol>")
         out += [f"<li>{_t(step)}</li>" for step in lead.check_first]
         out.append("</ol>")
+        out += _samples(diag)
     out.append(timeline_svg(diag))
     if diag.findings:
         out.append("<table><tr><th>rule</th><th>severity</th><th>steps</th><th>finding</th></tr>")
@@ -232,6 +234,21 @@ def _run(diag: Diagnosis) -> list[str]:
         out.append("</ul>")
     out += [f'<p class="note">note: {_t(n)}</p>' for n in diag.notes]
     out.append("</section>")
+    return out
+
+
+def _samples(diag: Diagnosis) -> list[str]:
+    """The samples' evidence, the example answers collapsed; sample text through report._escape.html."""
+    evidence = diag.samples
+    if evidence is None:
+        return []
+    out = [f"<p><b>Samples</b>: {escape_html(evidence.headline())}</p>"]
+    if evidence.named:
+        out.append("<ul>" + "".join(f"<li>{escape_html(e.describe())}</li>" for e in evidence.named) + "</ul>")
+    if evidence.examples:
+        out.append("<details><summary>Three samples to read</summary><ul>")
+        out += [f"<li>{_t(x.role)}, step {x.step}: <code>{escape_html(x.text)}</code></li>" for x in evidence.examples]
+        out.append("</ul></details>")
     return out
 
 

@@ -82,6 +82,7 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
         if diag.methods_advice:
             out += ["", f"Methods: {cell(diag.methods_advice)}"]
         out.append("")
+        out += _samples(diag)
     downstream = [f for f in diag.findings if f.downstream]
     if downstream:
         out.append(f"**Downstream of layer {diag.root_layer}** - likely consequences; "
@@ -105,6 +106,22 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
     out += [f"> note: {markdown_text(n, in_table=False)}" for n in diag.notes]
     if diag.notes:
         out.append("")
+    return out
+
+
+def _samples(diag: Diagnosis) -> list[str]:
+    """The samples' evidence: its headline, the named features, and the example answers collapsed."""
+    evidence = diag.samples
+    if evidence is None:
+        return []
+    out = [f"**Samples**: {markdown_text(evidence.headline(), in_table=False)}", ""]
+    out += [f"- {markdown_text(e.describe(), in_table=False)}" for e in evidence.named]
+    if evidence.named:
+        out.append("")
+    if evidence.examples:
+        out += ["<details><summary>Three samples to read</summary>", ""]
+        out += [f"- {x.role}, step {x.step}: {markdown_code(x.text)}" for x in evidence.examples]
+        out += ["", "</details>", ""]
     return out
 
 

@@ -69,6 +69,21 @@ _COST = {"anyOf": [
     {"type": "null"}],
     "description": "the wasted-compute estimate with its inputs, or only the reason there is none"}
 
+_NUM_OR_NULL = {"type": ["number", "null"]}
+_SAMPLE_EFFECT = _closed({"feature": _STR, "label": _STR, "share": _BOOL, "high": _NUM_OR_NULL, "low": _NUM_OR_NULL,
+                          "early": _NUM_OR_NULL, "late": _NUM_OR_NULL, "z": _NUM_OR_NULL, "p_reward": _NUM_OR_NULL,
+                          "p_steps": _NUM_OR_NULL, "named": _BOOL, "text": _STR})
+_SAMPLE_EXAMPLE = _closed({"role": {"enum": ["highest reward", "median reward", "early"]}, "step": _INT,
+                           "reward": _NUM_OR_NULL, "text": _STR, "where": _STR})
+_SAMPLES = _closed({
+    "rule": _STR, "layer": _LAYER, "source": _STR, "first_step": _STEP, "last_step": _STEP, "samples": _INT,
+    "logged": _INT, "steps": _INT, "headline": _STR,
+    "named": {"type": "array", "items": _SAMPLE_EFFECT,
+              "description": "features that moved with the reward (layer 1) or rose over the steps (layer 2), "
+                             "beyond chance and large"},
+    "tested": {"type": "array", "items": _SAMPLE_EFFECT}, "examples": {"type": "array", "items": _SAMPLE_EXAMPLE},
+    "not_judged": {"type": ["string", "null"]}, "notes": _STRS})
+
 _RUN = _closed({
     "run": _STR, "verdict": {"enum": ["pass", "warn", "fail", "unknown"]},
     "verdict_text": {"type": "string", "description": "the verdict, what --select/--ignore left out and "
@@ -82,7 +97,9 @@ _RUN = _closed({
     "methods_advice": {"type": ["string", "null"]}, "resumed": _BOOL, "first_nonfinite_step": _STEP,
     "steps": {"anyOf": [{"type": "array", "items": _INT, "minItems": 2, "maxItems": 2}, {"type": "null"}]},
     "notes": _STRS, "ignored": _STRS, "ignored_layers": {"type": "array", "items": _LAYER},
-    "ignored_findings": {"type": "array", "items": _FINDING}})
+    "ignored_findings": {"type": "array", "items": _FINDING}},
+    {"samples": {**_SAMPLES, "description": "what the run's logged samples (completions) show about its lead "
+                                            "layer-1 (else layer-2) finding; only for a run that logged them"}})
 
 _SETTING = _closed({"value": {}, "origin": _STR})
 

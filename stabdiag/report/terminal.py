@@ -4,6 +4,7 @@ findings, and which signals to start logging for layers that could not be judged
 from __future__ import annotations
 
 import io
+import math
 import re
 
 from rich.console import Console
@@ -143,6 +144,22 @@ def _check_first(console: Console, diag: Diagnosis) -> None:
         console.print(Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"))
     if diag.methods_advice:
         _items(console, [("methods:", shown(diag.methods_advice))])
+    _samples(console, diag)
+
+
+def _samples(console: Console, diag: Diagnosis) -> None:
+    """What the logged samples show about the lead finding: the named features and three short answers,
+    every piece of sample text escaped (it may hold anything)."""
+    evidence = diag.samples
+    if evidence is None:
+        return
+    rows: list[tuple[Text | str, Text | str]] = [("samples:", shown(evidence.headline()))]
+    rows += [("", "- " + shown(effect.describe())) for effect in evidence.named[:4]]
+    for example in evidence.examples:
+        text = example.text if len(example.text) <= 100 else example.text[:99] + "…"
+        reward = f", reward {example.reward:.3g}" if math.isfinite(example.reward) else ""
+        rows.append(("", Text(f"{example.role} (step {example.step}{reward}): ", style="dim") + Text(shown(text))))
+    _items(console, rows)
 
 
 def _not_judged(console: Console, diag: Diagnosis) -> None:

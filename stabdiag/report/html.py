@@ -201,7 +201,8 @@ def _run(diag: Diagnosis) -> list[str]:
         "nothing could be judged" if diag.verdict == "unknown" else "no layer failed")
     extra = "".join(f", {_t(x)}" for x in (diag.framework, "resumed" if diag.resumed else None) if x)
     out = [f'<section id="{_a(_anchor(diag.run))}">',
-           f'<h2>{_t(diag.run)}: <span class="{_a(diag.verdict)}">{_t(diag.verdict_text().upper())}</span></h2>',
+           f'<h2>{_t(diag.run)}: <span class="{_a(diag.verdict)}">{_t(diag.verdict.upper())}</span>'
+           f'{_t(diag.verdict_text()[len(diag.verdict):])}</h2>',      # rule ids keep their case
            f'<p>{_t(root)}{_t(steps)}{extra}</p>']
     root_findings = diag.root_findings()
     if root_findings:
@@ -213,11 +214,12 @@ def _run(diag: Diagnosis) -> list[str]:
         out.append("</ol>")
     out.append(timeline_svg(diag))
     if diag.findings:
-        out.append("<table><tr><th>rule</th><th>severity</th><th>steps</th><th>finding</th></tr>")
+        out.append("<table><tr><th>rule</th><th>severity</th><th>onset</th><th>window</th><th>finding</th></tr>")
         for f in diag.findings:
             role = " (downstream)" if f.downstream else ""
             out.append(f'<tr><td><code>{_t(f.rule)}</code></td><td class="{_a(f.severity)}">{_t(f.severity)}'
-                       f'{_t(role)}</td><td>{f.start_step}-{f.end_step}</td><td>{_t(f.message)}</td></tr>')
+                       f'{_t(role)}</td><td class="finding-onset">{f.onset}</td><td>{f.start_step}-{f.end_step}</td>'
+                       f'<td>{_t(f.message)}</td></tr>')
         out.append("</table>")
     unknown = [r for r in diag.layers if r.status is Status.UNKNOWN]
     if unknown:

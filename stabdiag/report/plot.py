@@ -152,7 +152,7 @@ def _headline(diag: Diagnosis) -> tuple[str, str]:
         return f"{diag.run}: PASS - no layer failed{tail}", ""
     lead = sorted(diag.root_findings(), key=lambda f: f.severity != "fail")[0]   # as the terminal report
     head = f"{diag.run}: {diag.verdict.upper()} - root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})"
-    sub = f"{lead.title} (steps {lead.start_step}-{lead.end_step})"
+    sub = f"{lead.title} (onset step {lead.onset}; window {lead.start_step}-{lead.end_step})"
     downstream = sorted({f.layer for f in diag.findings if f.downstream})
     if downstream:
         sub += f"; layer {', '.join(map(str, downstream))} findings are likely downstream"

@@ -22,7 +22,7 @@ class Event:
     layer: int | None = None
     severity: str | None = None  # now (for `cleared`: what it was)
     previous: str | None = None  # the severity before, for `changed`
-    onset: int | None = None     # the finding's first step
+    onset: int | None = None     # the finding's onset, as every report quotes it
     downstream: bool = False
     message: str = ""
     time: float = 0.0            # seconds since the epoch
@@ -60,7 +60,7 @@ def changes(before: dict[str, Finding], diag: Diagnosis, *, now: float | None = 
         if old is None or old.severity != f.severity:
             out.append(Event("finding" if old is None else "changed", finding=rule, layer=f.layer,
                              severity=f.severity, previous=None if old is None else old.severity,
-                             onset=f.start_step, downstream=f.downstream, message=f.message, **base))
+                             onset=f.onset, downstream=f.downstream, message=f.message, **base))
     for rule, old in before.items():
         if rule not in after:
             out.append(Event("cleared", finding=rule, layer=old.layer, severity=old.severity, **base))
@@ -75,6 +75,6 @@ def stop_event(diag: Diagnosis, level: str, *, now: float | None = None) -> Even
     first = worst[0] if worst else None
     return Event("stop", diag.run, diag.steps[1] if diag.steps else None, diag.verdict, diag.root_layer,
                  finding=first.rule if first else None, layer=first.layer if first else None,
-                 severity=first.severity if first else None, onset=first.start_step if first else None,
+                 severity=first.severity if first else None, onset=first.onset if first else None,
                  message=f"a {level} finding (--exit-on {level})" + (f": {first.message}" if first else ""),
                  time=time.time() if now is None else now)

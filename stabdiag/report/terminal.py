@@ -42,30 +42,62 @@ def ignored_evidence(diag: Diagnosis, layer: int) -> str:
     return "ignored (--select/--ignore)" + (f"; would fire: {', '.join(fired)}" if fired else "")
 
 
-def _verdict_line(diag: Diagnosis) -> Text:
-    text = Text()
-    text.append(shown(diag.run), style="bold")
-    text.append("  ")
-    text.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
+def _verdict_parts(diag: Diagnosis) -> list[Text]:
+    """The verdict line's parts, each kept whole when the line wraps."""
+    head = Text()
+    head.append(shown(diag.run), style="bold")
+    head.append("  ")
+    head.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
     if diag.ignored:
-        text.append(f", {diag.ignored_text()} ignored", style="yellow" if diag.ignored_findings else "dim")
+        head.append(f", {diag.ignored_text()} ignored", style="yellow" if diag.ignored_findings else "dim")
+    parts = [head]
     if diag.undecided:
-        text.append(f", {diag.undecided_text()}", style="yellow")
+        head.append(",")
+        parts.append(Text(diag.undecided_text(), style="yellow"))
     if diag.root_layer is not None:
-        text.append(f"  root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})")
+        parts.append(Text(f"root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})"))
     elif diag.verdict == "unknown":
-        text.append("  nothing could be judged")
+        parts.append(Text("nothing could be judged"))
     else:
-        text.append("  no layer failed")
+        parts.append(Text("no layer failed"))
     if diag.steps:
-        text.append(f"  steps {diag.steps[0]}-{diag.steps[1]}", style="dim")
+        parts.append(Text(f"steps {diag.steps[0]}-{diag.steps[1]}", style="dim"))
     if diag.framework:
-        text.append(f"  {shown(diag.framework)}", style="dim")
+        parts.append(Text(shown(diag.framework), style="dim"))
     if diag.resumed:
-        text.append("  resumed", style="dim")
+        parts.append(Text("resumed", style="dim"))
     if diag.ending is not None and diag.ending.failed:
-        text.append(f"  ended: {diag.ending.kind} at step {diag.ending.step}", style="bold red")
-    return text
+        parts.append(Text(f"ended: {diag.ending.kind} at step {diag.ending.step}", style="bold red"))
+    return parts
+
+
+def _verdict_line(diag: Diagnosis, width: int = 10_000) -> Text:
+    """The verdict line, its parts two spaces apart; past `width` a part goes whole to the next line,
+    indented (a phrase like "root: layer 1 (data & reward)" is never split)."""
+    return _packed(_verdict_parts(diag), width)
+
+
+def _packed(parts: list[Text], width: int, indent: int = 2) -> Text:
+    out = Text()
+    used = 0
+    for i, part in enumerate(parts):
+        gap = 1 if i and out.plain.endswith(",") else 2
+        if i and used + gap + part.cell_len > width:
+            out.append("\n" + " " * indent)
+            used = indent
+        elif i:
+            out.append(" " * gap)
+            used += gap
+        out.append_text(part)
+        used += part.cell_len
+    return out
+
+
+def _hanging(console: Console, text: Text, indent: int = 2) -> None:
+    """A paragraph wrapped at whole words, its second and later lines indented under the first."""
+    lines = text.wrap(console, max(20, console.width - indent))
+    for i, line in enumerate(lines):
+        console.print(Text(" " * indent) + line if i else line)
 
 
 def _spark_text(trend: Trend, name: str, name_w: int, spark_w: int, span: tuple[int, int],
@@ -142,7 +174,7 @@ def _check_first(console: Console, diag: Diagnosis) -> None:
     _items(console, [(f"{i}.", shown(step)) for i, step in enumerate(lead.check_first, 1)])
     others = [f.rule for f in root if f is not lead]
     if others:
-        console.print(Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"))
+        _hanging(console, Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"), 4)
     if diag.methods_advice:
         _items(console, [("methods:", shown(diag.methods_advice))])
 
@@ -168,7 +200,7 @@ def _too_noisy(console: Console, diag: Diagnosis) -> None:
 def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, shared: bool = False) -> None:
     """The full view of one run: the verdict, what to check first (both on the first screen), the
     four-layer table, then the rest.  `shared`: the not-judged lists are said once for the whole tree."""
-    console.print(_verdict_line(diag))
+    console.print(_verdict_line(diag, console.width))
     _check_first(console, diag)
     console.print(_layer_table(diag, console.width, sparklines))
     downstream = [f for f in diag.findings if f.downstream]
@@ -185,11 +217,11 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, share
         _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), shown(f.message))
                          for f in diag.ignored_findings])
     for line in describe_cost(diag.cost) if diag.cost else ():
-        console.print(Text(shown(line)))
+        _hanging(console, Text(shown(line)))
     for forecast in diag.forecasts:
-        console.print(Text(shown(forecast.describe()), style="yellow"))
+        _hanging(console, Text(shown(forecast.describe()), style="yellow"))
     for note in diag.notes:
-        console.print(Text(f"note: {shown(note)}", style="dim"))
+        _hanging(console, Text(f"note: {shown(note)}", style="dim"))
 
 
 def _lead(findings) -> Finding:
@@ -254,7 +286,7 @@ def _folded(diagnoses: list[Diagnosis]) -> str:
 def _compact(console: Console, diag: Diagnosis) -> None:
     """A run at or above --fail-on in a tree: its root findings and first checks, each wrapped at whole
     words under its own column."""
-    console.print(_verdict_line(diag))
+    console.print(_verdict_line(diag, console.width))
     root = diag.root_findings()
     rows: list[tuple[Text | str, Text | str]] = [(Text(f.rule, style=_STYLE[f.severity]), shown(f.message))
                                                  for f in root[:2]]

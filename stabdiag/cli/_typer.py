@@ -47,7 +47,8 @@ _METAVARS = {"paths": "PATH", "format": "FORMAT", "output": "FILE", "fail_on": "
              "select": "RULE", "ignore": "RULE", "params": "RULE.NAME=VALUE", "with_files": "FILE",
              "rules_dir": "DIR", "baseline": "RUN", "config": "FILE", "step_col": "NAME", "gpus": "N",
              "gpu_hour_cost": "PRICE", "jobs": "N", "color": "auto|always|never", "rule_id": "RULE", "name": "NAME",
-             "since": "AGE", "tags": "TAG", "state": "STATE", "which": "REPORT"}
+             "since": "AGE", "tags": "TAG", "state": "STATE", "which": "REPORT", "interval": "SECONDS",
+             "exit_on": "warn|fail", "on_alert": "COMMAND", "clear_after": "N"}
 
 
 def _readable_metavar(param) -> None:

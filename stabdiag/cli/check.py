@@ -74,8 +74,9 @@ def check(
                                                   help="Price of one GPU-hour, to put the cost estimate in money."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (2 stays 2)."),
     jobs: Optional[str] = typer.Option(None, "--jobs", "-j", metavar="N",
-                                       help="Check a tree of runs with N worker processes (default: the usable "
-                                            "cores, or the config's jobs; 1 checks one run at a time)."),
+                                       help="Check a tree of runs with N worker processes (default: the config's "
+                                            "jobs, else one at a time on 2 cores or fewer or for under 64 MB of "
+                                            "logs, where a pool costs more than it gives, else the usable cores)."),
     color_when: str = typer.Option("auto", "--color", metavar="auto|always|never",
                                    help="Colour on stdout: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces "
                                         "it), always or never."),

@@ -305,16 +305,14 @@ def _compact(console: Console, diag: Diagnosis) -> None:
 
 
 def _shared_not_judged(console: Console, diagnoses: list[Diagnosis], names: dict[str, str]) -> None:
-    """What the unjudged layers lack, grouped only across runs that lack exactly the same (every layer
-    alike): ten runs of one framework are one entry, and a run that lacks something else is its own."""
+    """What each unjudged layer lacks, each line with the runs that lack exactly that: ten runs of one
+    framework are one line, and a run that lacks something else has its own."""
     groups = lacking_groups(diagnoses)
     if not groups:
         return
-    console.print(Text("Not judged - what each run lacks:", style="bold"))
-    for runs, key in groups:
-        console.print(Text(f"  {who(runs, diagnoses, names)}:", style="dim"))
-        _items(console, [(f"  layer {layer}", f"({LAYER_NAMES[layer]}) {why}: {shown(text)}")
-                         for layer, why, text in key])
+    console.print(Text("Not judged - what the runs lack:", style="bold"))
+    _items(console, [(f"layer {layer}", f"({LAYER_NAMES[layer]}, {who(runs, diagnoses, names)}) {why}: {shown(text)}")
+                     for runs, (layer, why, text) in groups])
 
 
 def _at_or_above(diag: Diagnosis, fail_on: str) -> bool:

@@ -106,16 +106,15 @@ def lacking(diag: Diagnosis) -> tuple[tuple[int, str, str], ...]:
                  if r.status is Status.UNKNOWN)
 
 
-def lacking_groups(diagnoses) -> list[tuple[list[Diagnosis], tuple[tuple[int, str, str], ...]]]:
-    """The runs with unjudged layers grouped by exactly what they lack (all their layers alike), the
-    largest group first: 44 modded-nanogpt logs that lack the same is one entry, and a run that lacks
-    something else is its own."""
-    groups: dict[tuple, list[Diagnosis]] = {}
+def lacking_groups(diagnoses) -> list[tuple[list[Diagnosis], tuple[int, str, str]]]:
+    """Each unjudged layer's lack with the runs that lack exactly that, by layer, the largest group
+    first: 44 modded-nanogpt logs that lack the same training loss are one line, and a run whose layer
+    lacks something else is its own line (never one list of every run's missing signals)."""
+    groups: dict[tuple[int, str, str], list[Diagnosis]] = {}
     for d in diagnoses:
-        key = lacking(d)
-        if key:
+        for key in lacking(d):
             groups.setdefault(key, []).append(d)
-    return sorted(((runs, key) for key, runs in groups.items()), key=lambda g: (-len(g[0]), g[0][0].run))
+    return sorted(((runs, key) for key, runs in groups.items()), key=lambda g: (g[1][0], -len(g[0]), g[0][0].run))
 
 
 def who(runs: list[Diagnosis], everyone: list[Diagnosis], names: dict[str, str] | None = None) -> str:
@@ -125,6 +124,10 @@ def who(runs: list[Diagnosis], everyone: list[Diagnosis], names: dict[str, str] 
         return f"all {len(runs)} runs"
     if len(runs) <= 2:
         return ", ".join(names.get(d.run, d.run) for d in runs)
+    members = {id(d) for d in runs}
+    others = [d for d in everyone if id(d) not in members]
+    if len(others) <= 2:
+        return "all but " + ", ".join(names.get(d.run, d.run) for d in others)
     folders = {d.run.split("/", 1)[0] for d in runs if "/" in d.run}
     if len(folders) == 1 and all("/" in d.run for d in runs):
         return f"{len(runs)} runs under {folders.pop()}/"

@@ -104,10 +104,11 @@ def check_many(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = No
         raise ConfigError("check_many: give settings and rules together, without mapping, select, ignore, "
                           "params or rules_dirs")
     workers = parse_jobs(jobs, "jobs") if jobs is not None else settings.jobs
+    chosen = jobs is not None or "jobs" in settings.origin     # else a pool only where it pays
     job = _Job(tuple(rules), settings, {"step_col": step_col, "progress": progress, "refresh": refresh},
                trends=trends, cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug, drawing=draw)
-    return _check_runs([os.fspath(p) for p in paths], [os.fspath(w) for w in with_files], job, jobs=workers,
-                       split_sources=split_sources)
+    return _check_runs([os.fspath(p) for p in paths], [os.fspath(w) for w in with_files], job,
+                       jobs=workers if chosen else None, cores=workers, split_sources=split_sources)
 
 
 def _settings(mapping, select, ignore, params, rules_dirs, guess):
@@ -276,6 +277,32 @@ def _runs_progress(enabled: bool, total: int):
     return RunsProgress(enabled and sys.stderr.isatty(), total, "runs")
 
 
+# A pool costs its start (each worker imports numpy and stabdiag: ~0.5 s on 2 cores) and the parent's
+# share of a core; measured on 2 busy cores, the 100 small runs of ../shared/real_healthy + real_logs
+# (28 MB) took 4.8-5.1 s with -j 1 and 5.7-7.3 s with -j 2.  Unless --jobs or the config says how many,
+# a pool is used only with more than 2 cores and more input than this (a few seconds of serial work).
+POOL_MIN_BYTES = 64 << 20
+
+
+def default_workers(cores: int, tasks: list) -> int:
+    """The worker processes a check uses when nobody chose: 1 on 2 cores or fewer, or for a tree whose
+    files are small; else the usable cores.  Online runs and folders (an MLflow store) count as large."""
+    if cores <= 2:
+        return 1
+    total = 0
+    for task in tasks:
+        if getattr(task, "uri", None):
+            return cores
+        for path in getattr(task, "files", ()):
+            try:
+                total += os.path.getsize(path) if os.path.isfile(path) else POOL_MIN_BYTES
+            except OSError:
+                continue
+        if total >= POOL_MIN_BYTES:
+            return cores
+    return 1
+
+
 def _outcomes(job: _Job, tasks: list, jobs: int, progress: bool) -> list[_Outcome]:
     """Every run checked, in order: in a pool of worker processes, or here for one run, one job, --debug
     (a traceback from the code that raised) or where no pool can start (inside a daemon process)."""
@@ -408,9 +435,10 @@ def _with_lost(outcome: _Outcome, lost: tuple[str, ...]) -> _Outcome:
     return outcome._replace(warnings=outcome.warnings + lost, diagnosis=diag, drawn=None)   # drawn again
 
 
-def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int, split_sources: bool) -> Batch:
-    """Every run under `paths` checked with up to `jobs` worker processes, in order; what is said, and
-    which error ends the check, are the same for any number of jobs."""
+def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int | None, split_sources: bool,
+                cores: int = 1) -> Batch:
+    """Every run under `paths` checked with up to `jobs` worker processes (None: `default_workers` of the
+    `cores`), in order; what is said, and which error ends the check, are the same for any number of jobs."""
     from .errors import InputError
     from .read.assemble import discover_tree
 
@@ -433,4 +461,5 @@ def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int
         extra = (error, said)
     tasks = [run_files for group in found if not isinstance(group, Exception) for run_files in group]
     progress = bool(job.load_options.get("progress"))
+    jobs = default_workers(cores, tasks) if jobs is None else jobs
     return _replay(paths, found, _outcomes(job, tasks, jobs, progress), extra, unread)

@@ -56,6 +56,32 @@ def test_terminal_golden(name, diagnoses, request):
     _check(GOLDEN / f"{name}.txt", text + "\n", request.config.getoption("--update-golden"))
 
 
+WIDTHS = (80, 100, 200)      # a narrow terminal or tmux pane, the pipe default where CI logs are read, a wide one
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_terminal_tree_golden(width, diagnoses, request):
+    """The samples as a tree at each width: every line within it, whole words, cuts marked."""
+    text = render([diagnoses[n] for n in NAMES], "terminal", width=width)
+    from rich.cells import cell_len
+
+    assert all(cell_len(line) <= width for line in text.splitlines())
+    _check(GOLDEN / f"tree_{width}.txt", text, request.config.getoption("--update-golden"))
+
+
+@pytest.mark.parametrize("width", (80, 200))
+def test_terminal_one_run_golden_at_each_width(width, request):
+    """One run's full view with its sparklines, at a narrow and a wide width (100 is the golden above)."""
+    from stabdiag.report.sparkline import with_trends
+
+    run = load(SAMPLES / "grpo_math_reward_hacking")[0]
+    text = render([with_trends(diagnose(run), run)], "terminal", width=width)
+    from rich.cells import cell_len
+
+    assert all(cell_len(line) <= width for line in text.splitlines())
+    _check(GOLDEN / f"grpo_math_reward_hacking_{width}.txt", text, request.config.getoption("--update-golden"))
+
+
 def test_golden_json_matches_the_current_schema():
     for path in GOLDEN.glob("*.json"):
         doc = json.loads(path.read_text())

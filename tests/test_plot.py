@@ -105,7 +105,15 @@ def test_plot_cli_errors_are_one_line(tmp_path):
     many = runner.invoke(app, ["plot", str(SAMPLES), "-o", str(tmp_path / "one.png")])
     assert many.exit_code == 2 and many.stderr.startswith(f"error: -o {tmp_path / 'one.png'}: the input holds 6")
     bad = runner.invoke(app, ["plot", str(SAMPLES / "grpo_easy_data"), "--format", "jpg"])
-    assert bad.exit_code == 2 and bad.stderr == "error: --format: expected one of png, svg; got 'jpg'\n"
+    assert bad.exit_code == 2 and bad.stderr == "error: --format: expected one of png, svg, pdf; got 'jpg'\n"
+
+
+def test_plot_cli_writes_a_pdf(tmp_path):
+    out = tmp_path / "timeline.pdf"
+    result = runner.invoke(app, ["plot", str(SAMPLES / "grpo_easy_data"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = out.read_bytes()
+    assert data.startswith(b"%PDF-") and b"CreationDate" not in data
 
 
 def test_check_never_imports_matplotlib():

@@ -65,7 +65,7 @@ def test_diagnosis_to_frame_has_one_row_per_finding_and_html_for_notebooks():
     assert len(frame) == len(diag.findings) and list(frame["rule"]) == [f.rule for f in diag.findings]
     assert set(frame.loc[frame["root"], "layer"]) == {1} and frame["downstream"].any()
     page = diag._repr_html_()
-    assert page.startswith("<div>") and "grpo_math_reward_hacking" in page and "<svg" in page
+    assert page.startswith('<div class="stabdiag">') and "grpo_math_reward_hacking" in page and "<svg" in page
     assert stabdiag.diagnose(stabdiag.load(_blowup_frame())[0]).to_frame().columns[0] == "run"
 
 

@@ -96,47 +96,51 @@ def test_new_formats_are_registered():
     assert {"junit", "markdown", "github"} <= set(FORMATS)
 
 
-def test_junit_validates_for_every_sample(diags):
-    rules = load_rules()
-    root = _validate_junit(render(list(diags.values()), "junit", rules=rules))
-    suites = {s.get("name"): s for s in root.findall("testsuite")}
-    assert set(suites) == set(diags)
-    for name, suite in suites.items():
-        names = [c.get("name") for c in suite.findall("testcase")]
-        assert names == sorted(set(names), key=names.index), "one testcase per rule"
-        assert set(names) == {r.id for r in rules if r.status != "removed"}
-        for case in suite.findall("testcase"):
-            assert case.get("classname") == f"{name}.L{case.get('name')[1]}"
+def test_junit_is_one_testcase_per_run_failures_first(diags):
+    root = _validate_junit(render(list(diags.values()), "junit", rules=load_rules()))
+    suites = root.findall("testsuite")
+    assert {s.get("name") for s in suites} == set(diags)
+    assert int(root.get("tests")) == len(diags)                     # 6 runs are 6 tests, never one per rule
+    for suite in suites:
+        (case,) = suite.findall("testcase")
+        assert case.get("name") == suite.get("name") and case.get("classname") == "stabdiag"
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        diag = diags[suite.get("name")]
+        assert props["verdict"] == diag.verdict
+        onset = "" if diag.root_layer is None else str(diag.layers[diag.root_layer - 1].onset_step)
+        assert props["onset"] == onset
+    verdicts = [diags[s.get("name")].verdict for s in suites]
+    rank = ["fail", "warn", "unknown", "pass"]
+    assert [rank.index(v) for v in verdicts] == sorted(rank.index(v) for v in verdicts)   # failures first
+    failed = {s.get("name") for s in suites if s.find("testcase/failure") is not None}
+    assert failed == {name for name, d in diags.items() if any(f.severity == "fail" for f in d.findings)}
 
 
 def test_junit_failures_follow_fail_on(diags):
     d = diags["grpo_math_reward_hacking"]
-    strict = _validate_junit(render([d], "junit", rules=load_rules(), fail_on="warn"))
-    lenient = _validate_junit(render([d], "junit", rules=load_rules(), fail_on="fail"))
-    n_fail = sum(f.severity == "fail" for f in d.findings)
-    assert int(lenient.get("failures")) == n_fail
-    assert int(strict.get("failures")) == len(d.findings)
-    failure = lenient.find(".//testcase[@name='L1.reward-eval-divergence']/failure")
-    assert failure is not None and failure.get("type") == "fail"
-    assert failure.get("message") == next(f.message for f in d.findings if f.rule == "L1.reward-eval-divergence")
-    assert "check first" in failure.text
-    # a warn below --fail-on passes, with the finding kept in system-out
-    warned = lenient.find(".//testcase[@name='L1.length-confound']")
-    assert warned.find("failure") is None and "warn" in warned.find("system-out").text
+    strict = _validate_junit(render([diags["grpo_easy_data"]], "junit", fail_on="warn"))
+    lenient = _validate_junit(render([diags["grpo_easy_data"]], "junit", fail_on="fail"))
+    assert strict.get("failures") == "1" and lenient.get("failures") == "0"
+    warned = lenient.find(".//testcase")
+    assert warned.find("failure") is None and "warn" in warned.find("system-out").text   # below --fail-on: kept
+    failure = _validate_junit(render([d], "junit")).find(".//testcase/failure")
+    lead = next(f for f in d.findings if f.rule == "L1.reward-eval-divergence")
+    assert failure.get("type") == "fail"
+    assert failure.get("message") == f"L1.reward-eval-divergence (onset step {lead.onset}): {lead.message}"
+    assert "check first" in failure.text and "L3.nonfinite-values" in failure.text   # downstream named too
 
 
-def test_junit_skips_rules_that_could_not_run(diags):
-    root = _validate_junit(render([diags["grpo_math_healthy"]], "junit", rules=load_rules()))
-    skipped = root.find(".//testcase[@name='L4.logprob-mismatch']/skipped")
-    assert skipped is not None and "logprob_delta" in skipped.get("message")
-    assert root.get("failures") == "0"
+def test_junit_skips_only_a_run_nothing_could_judge_with_the_reason():
+    from stabdiag.read.run import Run, Series
 
-
-def test_junit_without_rule_list_lists_what_fired_or_was_skipped(diags):
-    d = diags["grpo_policy_collapse"]
-    root = _validate_junit(render([d], "junit"))
-    names = {c.get("name") for c in root.iter("testcase")}
-    assert names == {f.rule for f in d.findings} | {u.rule for u in d.unknown}
+    run = Run("blank", {"my_metric": Series("my_metric", __import__("numpy").arange(30), __import__("numpy").ones(30))})
+    blank = diagnose(run)
+    assert blank.verdict == "unknown"
+    root = _validate_junit(render([blank], "junit"))
+    skipped = root.find(".//testcase/skipped")
+    assert root.get("skipped") == "1" and root.get("failures") == "0"
+    assert skipped.get("message").startswith("nothing could be judged: layer 1 (data & reward) missing signal")
+    assert root.find(".//testcase").get("name") == "blank"                 # the run, not a case named `judged`
 
 
 def test_junit_escapes_xml_in_messages(diags):
@@ -144,9 +148,12 @@ def test_junit_escapes_xml_in_messages(diags):
     from dataclasses import replace
 
     f = replace(d.findings[0], message='a <b> & "c" ]]> \x1b', title="t & <u>")
-    text = render([replace(d, findings=(f,))], "junit")
+    text = render([replace(d, findings=(f,), layers=tuple(replace(r, findings=tuple(x for x in r.findings if x.rule
+                                                                                   != f.rule) + ((f,) if r.layer == 1
+                                                                                                 else ()))
+                                                         for r in d.layers))], "junit")
     root = _validate_junit(text.replace("\x1b", ""))
-    assert root.find(".//failure").get("message").startswith('a <b> & "c" ]]>')
+    assert 'a <b> & "c" ]]>' in root.find(".//failure").get("message")
 
 
 # --- Markdown ---------------------------------------------------------------------------------------
@@ -171,11 +178,28 @@ def test_markdown_has_a_layer_table_per_run_and_a_summary(diags):
     text = render(list(diags.values()), "markdown")
     tables = _tables(text)
     summary = tables[0]
-    assert summary[0] == ["run", "verdict", "root layer", "first finding"]
-    assert len(summary) == 1 + len(diags)
+    assert summary[0] == ["run", "verdict", "root layer", "onset", "first finding"]
+    needing = [d for d in diags.values() if d.verdict != "pass"]
+    assert len(summary) == 1 + len(needing)                             # the passes are folded
+    assert "<details><summary>1 pass</summary>" in text and "`grpo_math_healthy`" in text
+    assert summary[1][1].startswith("❌ fail")                          # failures first
     layer_tables = [t for t in tables if t[0][:4] == ["layer", "status", "onset", "key evidence"]]
-    assert len(layer_tables) == len(diags)
+    assert len(layer_tables) == len(needing)
     assert all(len(t) == 5 for t in layer_tables)
+    count = "**6 runs: 4 fail, 1 warn, 1 pass**"
+    assert text.startswith(f"## stabdiag\n\n{count}") and text.rstrip().endswith(count)
+
+
+def test_markdown_of_a_large_tree_stays_under_its_cap(diags):
+    from dataclasses import replace
+
+    many = [replace(d, run=f"night{i:03d}_{d.run}") for i in range(60) for d in diags.values()]
+    text = render(many, "markdown", max_bytes=60_000)
+    assert len(text.encode()) < 60_000
+    assert "have no section here, to keep this summary under 60 kB" in text
+    assert "Every run is in the full reports" in text
+    table = _tables(text)[0]
+    assert len(table) == 1 + sum(d.verdict != "pass" for d in many)   # every run that needs reading is listed
 
 
 def test_markdown_names_root_check_first_downstream_and_unknown(diags):
@@ -184,7 +208,7 @@ def test_markdown_names_root_check_first_downstream_and_unknown(diags):
     assert "**(root)**" in text
     assert "**Check first**" in text and "\n1. " in text
     assert "Downstream of layer 1" in text and "`L3.nonfinite-values`" in text
-    assert "Not judged" in text and "`logprob_delta`" in text
+    assert "Not judged" in text and "logprob_delta" in text
     assert len(_tables(text)) == 1
 
 
@@ -212,7 +236,22 @@ def test_github_annotations_follow_the_workflow_command_syntax(diags):
     assert any(line.startswith("::error file=") and "title=stabdiag L1.reward-eval-divergence (root layer 1)"
                in line for line in hacking)
     assert any(line.startswith("::warning ") and "L1.length-confound" in line for line in hacking)
-    assert any("downstream of layer 1" in line for line in hacking)
+    assert any("Downstream of layer 1" in line and "L3.nonfinite-values (fail" in line for line in hacking)
+    assert not any("title=stabdiag L3." in line for line in hacking)     # a consequence is no annotation of its own
+    assert not any("grpo_math_healthy" in line for line in lines[:-1])     # a pass has no annotation
+    assert "grpo_math_healthy" not in lines[-1]       # a clean pass is counted, not named (one too noisy to
+    #                                                   tell is named: test_every_format_names_the_rule_...)
+    assert lines[-1].startswith("::notice title=stabdiag 6 runs%3A 4 fail%2C 1 warn%2C 1 pass::")
+
+
+def test_github_annotations_stay_within_what_github_shows(diags):
+    from dataclasses import replace
+
+    many = [replace(d, run=f"night{i:03d}_{d.run}") for i in range(30) for d in diags.values()]
+    lines = render(many, "github").splitlines()
+    kinds = [line.split(" ", 1)[0].split("::")[1] for line in lines]
+    assert kinds.count("error") == 10 and kinds.count("warning") == 10 and kinds.count("notice") <= 10
+    assert "Not shown here (GitHub shows 10 annotations of a kind per step)" in lines[-1]
     assert all("file=sample_logs/" in line or "file=" not in line for line in lines if str(SAMPLES) not in line)
 
 
@@ -254,11 +293,10 @@ def test_every_format_names_the_rule_too_noisy_to_tell_beside_a_pass(noisy_pass)
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["verdict"] == "pass" and props["too_noisy_to_tell"] == "L1.reward-eval-divergence"
     github = render([noisy_pass], "github").splitlines()
-    assert any(line.startswith("::notice ") and "title=stabdiag L1.reward-eval-divergence too noisy to tell"
-               in line for line in github)
-    assert f"PASS, {said.upper()}" in render([noisy_pass], "html")
+    assert any(line.startswith("::notice ") and f"noisy: pass, {said}" in line for line in github)
+    assert f"PASS</span>, {said}" in render([noisy_pass], "html")      # the rule id keeps its case
     # the tree view's one line per run says it too
-    table = render([noisy_pass, noisy_pass], "terminal", view="quiet")
+    table = render([noisy_pass, noisy_pass], "terminal", view="quiet", show_passes=True)
     assert table.count(said) == 2
 
 
@@ -293,7 +331,7 @@ def test_output_writes_the_format_its_extension_names_and_the_terminal_report_st
     assert result.exit_code == 1
     assert "root: layer 1 (data & reward)" in result.stdout and "<testsuites" not in result.stdout
     root = _validate_junit(target.read_text(encoding="utf-8"))
-    assert len(root.findall("testsuite")) == 6
+    assert len(root.findall("testsuite")) == 6 and root.get("tests") == "6"
 
 
 def test_output_to_an_unwritable_place_is_one_error_line(tmp_path):
@@ -306,8 +344,8 @@ def test_output_to_an_unwritable_place_is_one_error_line(tmp_path):
 def test_unknown_format_lists_the_choices():
     result = runner.invoke(app, ["check", str(SAMPLES), "--format", "xml"])
     assert result.exit_code == 2
-    assert result.stderr.strip() == ("error: --format: expected one of terminal, json, junit, markdown, github, html; "
-                                     "got 'xml'")
+    assert result.stderr.strip() == ("error: --format: expected one of terminal, json, junit, markdown, github, html, "
+                                     "concise, sarif; got 'xml'")
 
 
 # --- sparklines -------------------------------------------------------------------------------------

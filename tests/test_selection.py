@@ -72,8 +72,7 @@ def test_ignoring_the_failing_layers_is_a_pass_that_says_so_in_every_format():
     assert "PASS, L1 and L3 ignored" in terminal.stdout and "would have fired" in terminal.stdout
     assert "pass, L1 and L3 ignored" in invoke(*args, "--format", "markdown").stdout
     junit = invoke(*args, "--format", "junit").stdout
-    assert re.search(r'name="L3.nonfinite-values"[^>]*>\s*<skipped message="ignored \(--select/--ignore\); '
-                     r'would fire \(fail\)', junit)
+    assert "ignored by --select/--ignore, would fire: L3.nonfinite-values (fail)" in junit   # in the case's output
     assert '<property name="ignored" value="L1 and L3"' in junit
     github = invoke(*args, "--format", "github").stdout
     assert "::warning" in github and "pass, L1 and L3 ignored" in github

@@ -33,13 +33,32 @@ def lines(*args) -> list[str]:
     return result.stdout.splitlines()
 
 
-def test_a_ten_run_tree_is_short_and_names_every_run_first(ten_runs):
+def _table(out: list[str]) -> list[str]:
+    """The table's rows (a wrapped headline's lines folded into its row), up to the line after it."""
+    rows = []
+    for line in out[2:]:
+        if not line.strip() or not line.startswith(" ") and rows and "not listed" in line:
+            break
+        if line.startswith(" "):
+            rows[-1] += " " + line.strip()
+        else:
+            rows.append(line)
+    return rows
+
+
+def test_a_ten_run_tree_leads_with_its_failures_and_folds_its_passes(ten_runs):
     out = lines(str(ten_runs))
-    assert len(out) <= 100, len(out)
-    head = "\n".join(out[:15])
-    assert all(f"night{i:02d}_" in head for i in range(10))
-    assert out[0].startswith("10 runs: ") and out[1].split() == ["run", "verdict", "root", "onset", "headline"]
-    assert sum("start logging" in line for line in out) == 1         # said once for the tree, not per run
+    assert len(out) <= 120, len(out)
+    assert out[0] == "10 runs: 7 fail, 1 warn, 2 pass" and out[-1] == out[0]      # opening and closing line
+    assert out[1].split() == ["run", "verdict", "root", "onset", "headline"]
+    rows = _table(out)
+    verdicts = [row.split()[1] for row in rows]
+    assert verdicts == ["FAIL"] * 7 + ["WARN"]                         # failures first, no PASS row
+    assert "2 pass, not listed: --show-passes lists them" in out
+    assert not any("healthy" in row for row in rows)
+    shown = lines(str(ten_runs), "--show-passes")
+    assert [row.split()[1] for row in _table(shown)] == ["FAIL"] * 7 + ["WARN"] + ["PASS"] * 2
+    assert sum("start logging" in line for line in out) == 1         # said once for the runs that lack the same
     assert not any(line != line.rstrip() for line in out)            # no trailing spaces when piped
 
 
@@ -53,7 +72,8 @@ def test_blocks_only_for_runs_at_or_above_fail_on(ten_runs):
 
 def test_quiet_is_the_table_and_verbose_the_full_view(ten_runs):
     quiet = lines(str(ten_runs), "-q")
-    assert len(quiet) == 12
+    assert len(_table(quiet)) == 8 and quiet[-1] == quiet[0] and not any("check first" in line for line in quiet)
+    assert len(quiet) <= 30
     verbose = lines(str(ten_runs), "-v")
     assert len(verbose) > 150 and sum(line.startswith("layer ") and "key evidence" in line for line in verbose) == 10
     assert sum("start logging" in line for line in verbose) == 1

@@ -43,13 +43,16 @@ def _command(name: str):
 @lru_cache(maxsize=None)
 def whole() -> typer.Typer:
     """The whole app: every command and group."""
+    from ..probe.cli import _CommandLikeGroup
     from ..probe.cli import app as probe_app
     from . import methods, rules
+    from ._typer import readable
 
     app = _root()
     app.add_typer(rules.app, name="rules")
     app.add_typer(methods.app, name="methods")
-    app.add_typer(probe_app, name="probe", help=PROBE_HELP)
+    # the probe's options read as every other command's in its help (FILE, N; no `<list[Path]>`, `<bool>`)
+    app.add_typer(probe_app, name="probe", help=PROBE_HELP, cls=readable(_CommandLikeGroup))
     for name in COMMANDS:
         app.command(cls=Command)(_command(name))
     return app

@@ -47,7 +47,10 @@ _METAVARS = {"paths": "PATH", "format": "FORMAT", "output": "FILE", "fail_on": "
              "select": "RULE", "ignore": "RULE", "params": "RULE.NAME=VALUE", "with_files": "FILE",
              "rules_dir": "DIR", "baseline": "RUN", "config": "FILE", "step_col": "NAME", "gpus": "N",
              "gpu_hour_cost": "PRICE", "jobs": "N", "color": "auto|always|never", "rule_id": "RULE", "name": "NAME",
-             "since": "AGE", "tags": "TAG", "state": "STATE", "which": "REPORT"}
+             "since": "AGE", "tags": "TAG", "state": "STATE", "which": "REPORT", "interval": "SECONDS",
+             "exit_on": "warn|fail", "on_alert": "COMMAND", "clear_after": "N", "inputs": "FILE",
+             "out": "FILE", "tokens_out": "FILE", "series_out": "FILE", "sidecar": "FILE", "set_": "NAME=VALUE",
+             "format_": "text|json"}
 
 
 def _readable_metavar(param) -> None:
@@ -87,3 +90,9 @@ class Command(_DeferredCoercion, TyperCommand):
 
 class Group(_DeferredCoercion, TyperGroup):
     pass
+
+
+def readable(group_cls):
+    """`group_cls` (a TyperGroup another package defines, e.g. the probe's) with the options of this
+    package's commands: coerced lazily, a word for what each takes in the help."""
+    return type(f"Readable{group_cls.__name__}", (_DeferredCoercion, group_cls), {})

@@ -74,14 +74,17 @@ def check(
                                                   help="Price of one GPU-hour, to put the cost estimate in money."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings (2 stays 2)."),
     jobs: Optional[str] = typer.Option(None, "--jobs", "-j", metavar="N",
-                                       help="Check a tree of runs with N worker processes (default: the usable "
-                                            "cores, or the config's jobs; 1 checks one run at a time)."),
+                                       help="Check a tree of runs with N worker processes (default: the config's "
+                                            "jobs, else one at a time on 2 cores or fewer or for under 64 MB of "
+                                            "logs, where a pool costs more than it gives, else the usable cores)."),
     color_when: str = typer.Option("auto", "--color", metavar="auto|always|never",
                                    help="Colour on stdout: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces "
                                         "it), always or never."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every run's full view (the four-layer table, "
                                                                 "sparklines, all findings)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="The table of runs alone, one line per run."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="The table of runs alone, failures first."),
+    show_passes: bool = typer.Option(False, "--show-passes", help="List the passing runs of a tree too (by "
+                                                                  "default they are one count line)."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks (checks one run at a time; the exit "
                                                       "code stays the same)."),
 ) -> None:
@@ -140,7 +143,7 @@ def check(
                 comparisons = [compare(before, d) for d in diagnoses]
         chosen, _ = choose(rules, settings.select, settings.ignore)
         options = {"fail_on": settings.fail_on, "rules": chosen, "allow_unknown": settings.allow_unknown,
-                   "settings": settings, "view": view, "not_read": batch.not_read}
+                   "settings": settings, "view": view, "not_read": batch.not_read, "show_passes": show_passes}
         drawn = [run.drawn for run in batch.runs]
         for target, target_fmt in outputs:       # files: no colour, 100 columns, the stdout parts when alike
             same = terminal and width == 100 and not color

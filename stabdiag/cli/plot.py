@@ -15,7 +15,7 @@ def plot(
     paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Image file, or a folder for one "
                                                                       "image per run (default: RUN.timeline.png)."),
-    format: Optional[str] = typer.Option(None, "--format", "-f", help="png or svg (default: from -o, else png)."),
+    format: Optional[str] = typer.Option(None, "--format", "-f", help="png, svg or pdf (default: from -o, else png)."),
     mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY: read SIGNAL from your metric KEY."),
     select: list[str] = typer.Option([], "--select", help="Only these rule ids or prefixes."),
     ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids or prefixes."),

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ._guard import Exit, guarded
-from ._settings import settings_for
+from ._settings import ISOLATED_HELP, NO_GUESS_HELP, settings_for
 
 
 def watch(
@@ -20,6 +20,15 @@ def watch(
     mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY: read SIGNAL from your metric KEY."),
     select: list[str] = typer.Option([], "--select", help="Only these rule ids or prefixes."),
     ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids or prefixes."),
+    params: list[str] = typer.Option([], "--param", help="RULE.NAME=VALUE: override a rule parameter, as in check."),
+    rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
+    config: Optional[str] = typer.Option(None, "--config", help="Config file (stabdiag.toml or pyproject.toml) "
+                                                                "instead of the one found."),
+    isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
+    no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
+    clear_after: int = typer.Option(3, "--clear-after", metavar="N", min=1,
+                                    help="Say a finding cleared only after N judgements in a row without it, over "
+                                         "as many steps again as the run had when it was last seen (no flapping)."),
     step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
     polling: bool = typer.Option(False, "--polling", help="Poll the files instead of using watchfiles."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
@@ -28,9 +37,11 @@ def watch(
     def body() -> None:
         from ..live.watch.watcher import Watcher, settings_from_flags
 
-        settings, rules = settings_for(paths, None, {"select": select, "ignore": ignore, "map": mapping})
+        settings, rules = settings_for(paths, config, {"select": select, "ignore": ignore, "map": mapping,
+                                                       "param": params, "rules": rules_dir, "no-guess": no_guess},
+                                       isolated)
         raise Exit(Watcher(paths, settings_from_flags(settings, rules, interval=interval, format=format,
                                                       exit_on=exit_on, on_alert=on_alert, step_col=step_col,
-                                                      polling=polling)).run())
+                                                      polling=polling, clear_after=clear_after)).run())
 
     guarded(body, debug)

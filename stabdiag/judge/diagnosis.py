@@ -9,10 +9,13 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = "2.3"   # 2.0: verdict "unknown", not-judged reasons; 2.1: what a selection ignored, the
+SCHEMA_VERSION = "3.1"   # 2.0: verdict "unknown", not-judged reasons; 2.1: what a selection ignored, the
                          # layer status "ignored", verdict_text; 2.2: unknown[].undecided, and verdict_text
-                         # names the rules too noisy to tell; 2.3: samples (what logged completions show,
-                         # present only for a run that logged them).  The schema: stabdiag/report/schema.py
+                         # names the rules too noisy to tell; 3.0: one onset per finding (findings[].onset,
+                         # .onset_interval), a layer's onset_step is its earliest finding's onset (it was the
+                         # earliest window start), and the report's top-level `summary`; 3.1: samples (what
+                         # logged completions show, present only for a run that logged them).
+                         # The schema: stabdiag/report/schema.py
 
 
 class Status(str, Enum):
@@ -37,13 +40,18 @@ def show_in_notebooks_with(render) -> None:
     _NOTEBOOK_VIEW[:] = [render]
 
 
-FINDING_COLUMNS = ("run", "rule", "layer", "severity", "root", "downstream", "explained_by", "start_step",
-                   "end_step", "title", "message")          # Diagnosis.to_frame()
+FINDING_COLUMNS = ("run", "rule", "layer", "severity", "root", "downstream", "explained_by", "onset",
+                   "start_step", "end_step", "title", "message")          # Diagnosis.to_frame()
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One rule that fired on one run."""
+    """One rule that fired on one run.
+
+    `onset` is the one step every report quotes for when the finding began: the change point of its
+    signal for a trend rule (with its 95% interval in the evidence), else the step its detector dates it
+    at (the first sustained crossing of a level rule, the step of an event).  `start_step`..`end_step`
+    is the window the rule read and shaded; it is not an onset.  Left out, `onset` is `start_step`."""
 
     rule: str
     layer: int
@@ -57,23 +65,24 @@ class Finding:
     downstream: bool = False
     explained_by: str | None = None
     downstream_reason: str | None = None     # why it is read as after the root (its layer, or its onset)
+    onset: int = None                        # type: ignore[assignment]  # None: start_step (__post_init__)
+
+    def __post_init__(self) -> None:
+        if self.onset is None:
+            object.__setattr__(self, "onset", self.start_step)
 
     @property
     def onset_interval(self) -> tuple[int, int]:
         """The 95% interval of the step the finding began (the change-point model's, where a trend rule's
-        finding has one; the start step itself for an event)."""
+        finding has one; the onset itself otherwise)."""
         low, high = self.evidence.get("onset_low"), self.evidence.get("onset_high")
-        if isinstance(low, int) and isinstance(high, int):
+        if isinstance(low, int) and isinstance(high, int) and low <= self.onset <= high:
             return low, high
-        return self.start_step, self.start_step
-
-    @property
-    def onset(self) -> int:
-        value = self.evidence.get("onset")
-        return value if isinstance(value, int) else self.start_step
+        return self.onset, self.onset
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "layer": self.layer, "severity": self.severity, "title": self.title,
+                "onset": self.onset, "onset_interval": list(self.onset_interval),
                 "start_step": self.start_step, "end_step": self.end_step, "message": self.message,
                 "evidence": _jsonable(self.evidence), "downstream": self.downstream,
                 "downstream_reason": self.downstream_reason,
@@ -141,7 +150,8 @@ class LayerResult:
 @dataclass(frozen=True, slots=True)
 class Trend:
     """A signal downsampled for display (sparklines): `values` are equal-width step bins over
-    `Diagnosis.steps`; None marks a bin without points, NaN a bin holding a non-finite value."""
+    `Diagnosis.steps`; None marks a bin without points, NaN a bin holding a non-finite value.  `points`:
+    how many points the signal has (a reporter draws 3 points as 3 points)."""
 
     signal: str
     key: str
@@ -149,6 +159,7 @@ class Trend:
     values: tuple[float | None, ...]
     first: float | None = None     # first and last finite values, for "0.30 -> 0.81" labels
     last: float | None = None
+    points: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,12 +252,12 @@ class Diagnosis:
 
     def to_frame(self):
         """The findings as a pandas DataFrame, one row per finding (run, rule, layer, severity, root,
-        downstream, explained_by, start_step, end_step, title, message), the root's first."""
+        downstream, explained_by, onset, start_step, end_step, title, message), the root's first."""
         import pandas as pd
 
         rows = [{"run": self.run, "rule": f.rule, "layer": f.layer, "severity": f.severity,
                  "root": f.layer == self.root_layer and not f.downstream, "downstream": f.downstream,
-                 "explained_by": f.explained_by, "start_step": f.start_step, "end_step": f.end_step,
+                 "explained_by": f.explained_by, "onset": f.onset, "start_step": f.start_step, "end_step": f.end_step,
                  "title": f.title, "message": f.message} for f in self.findings]
         return pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
 
@@ -286,9 +297,30 @@ def exit_code_of(diagnoses, fail_on: str = "fail", *, allow_unknown: bool = Fals
     return EXIT_CLEAN
 
 
-def report_dict(diagnoses: list[Diagnosis], version: str) -> dict:
+VERDICTS = ("fail", "warn", "unknown", "pass")      # worst first: the order a tree of runs is read in
+
+
+def overall_verdict(diagnoses) -> str:
+    """The worst verdict of the runs: fail, else warn, else unknown (a run never read is not a pass),
+    else pass; no run at all is a pass."""
+    seen = {d.verdict for d in diagnoses}
+    return next((v for v in VERDICTS if v in seen), "pass")
+
+
+def summary(diagnoses, fail_on: str = "fail", *, allow_unknown: bool = False) -> dict:
+    """The counts of a check of several runs, its overall verdict and its exit code (before --exit-zero):
+    the JSON report's `summary`, and what every other format's count line says."""
+    counts = {v: sum(d.verdict == v for d in diagnoses) for v in ("pass", "warn", "fail", "unknown")}
+    return {"runs": len(diagnoses), **counts, "verdict": overall_verdict(diagnoses),
+            "exit_code": exit_code_of(diagnoses, fail_on, allow_unknown=allow_unknown), "fail_on": fail_on,
+            "allow_unknown": allow_unknown}
+
+
+def report_dict(diagnoses: list[Diagnosis], version: str, fail_on: str = "fail", *,
+                allow_unknown: bool = False) -> dict:
     """The top-level JSON document for one `check` invocation."""
     return {"stabdiag_version": version, "schema_version": SCHEMA_VERSION,
+            "summary": summary(diagnoses, fail_on, allow_unknown=allow_unknown),
             "runs": [d.to_dict() for d in diagnoses]}
 
 

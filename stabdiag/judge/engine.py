@@ -115,9 +115,14 @@ def _finding(rule: Rule, ev: Evidence, kind: str) -> Finding:
         # explained by the data (e.g. all-correct groups before the drop): a consequence, a warning
         severity = "warn"
         message += f" - explained by {ev.explained_by} (data difficulty, layer 1)"
+    # the step the detector dates the finding at: its own `onset` where it gives one (a level rule's first
+    # sustained crossing), else its start (an event's step); a trend's change point replaces it later
+    dated = ev.values.get("onset")
+    onset = int(dated) if isinstance(dated, (int, np.integer)) else ev.start_step
     return Finding(rule=rule.id, layer=rule.layer, severity=severity, title=rule.title,
                    start_step=ev.start_step, end_step=ev.end_step, message=message,
-                   evidence=dict(ev.values), check_first=rule.advice(kind), explained_by=ev.explained_by)
+                   evidence=dict(ev.values), check_first=rule.advice(kind), explained_by=ev.explained_by,
+                   onset=onset)
 
 
 def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> list[Finding]:
@@ -135,7 +140,7 @@ def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> li
             values = {**f.evidence, "kind": "every sample of a group alike"} if "kind" in f.evidence else f.evidence
             message = _message(rule, Evidence(f.start_step, f.end_step, values))
             f = replace(f, severity="warn", explained_by=cause.rule, evidence=values,
-                        message=f"{message} - a consequence of {cause.rule} (from step {cause.start_step})")
+                        message=f"{message} - a consequence of {cause.rule} (from step {cause.onset})")
         out.append(f)
     return out
 
@@ -146,7 +151,7 @@ def _layer(layer: int, findings: list[Finding], judged: list[str], unknown: list
         status = Status.FAIL if any(f.severity == "fail" for f in mine) else Status.WARN
     else:
         status = Status.PASS if judged else Status.UNKNOWN
-    onset = min((f.start_step for f in mine), default=None)
+    onset = min((f.onset for f in mine), default=None)        # the earliest finding's onset
     gaps = tuple(u for u in unknown if u.layer == layer)
     missing = tuple(dict.fromkeys(s for u in gaps for s in u.missing))
     return LayerResult(layer, status, onset, mine, missing, tuple(judged), gaps)
@@ -227,7 +232,7 @@ def _with_change_points(findings: list[Finding], signals: Signals, rules: dict[s
         if onset is None:
             out.append(f)
             continue
-        out.append(replace(f, message=f"{f.message}; onset {onset.text()}",
+        out.append(replace(f, message=f"{f.message}; onset {onset.text()}", onset=onset.step,
                            evidence={**f.evidence, "onset": onset.step, "onset_low": onset.low,
                                      "onset_high": onset.high, "change_step": onset.step}))
     return out

@@ -56,6 +56,8 @@ FORMATS: dict[str, Format] = {           # in the order the help and the errors 
     "markdown": Format("markdown", (".md", ".markdown"), trends=True, comparisons=_after_markdown),
     "github": Format("github", (), "annotations", comparisons=_after_github),
     "html": Format("html", (".html", ".htm"), trends=True),
+    "concise": Format("concise", (), "path:step: RULE message", comparisons_on_stderr=True),
+    "sarif": Format("sarif", (".sarif",), "code scanning", comparisons_on_stderr=True),
 }
 
 

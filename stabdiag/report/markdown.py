@@ -2,16 +2,18 @@
 
 Per run: the verdict, a table of the four layers, what to check first at the root layer, the
 downstream findings (with the warning not to fix from the bottom up), and the signals to start logging
-for layers that could not be judged.  Several runs get a summary table first.
+for layers that could not be judged.  Several runs get the count line and a table of the runs that need
+reading first (failures first, the passes folded), and a section each while they fit MAX_BYTES.
 """
 
 from __future__ import annotations
 
 from ..judge.diagnosis import Diagnosis, Status
 from ..judge.rules import LAYER_NAMES
+from . import tree
 from ._escape import markdown_code, markdown_text
 from .settings import summary_line
-from .sparkline import rebin, sparkline
+from .sparkline import cells, sparkline
 
 _ICON = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "unknown": "❔ unknown", "ignored": "⏭️ ignored"}
 
@@ -33,19 +35,16 @@ def _evidence(diag: Diagnosis, layer: int) -> str:
         fired = [f"`{f.rule}` {f.severity}" for f in diag.ignored_findings if f.layer == layer]
         return "ignored (--select/--ignore)" + (f"; would fire: {', '.join(fired)}" if fired else "")
     if result.status is Status.UNKNOWN:
-        if result.unknown_reason == "missing signal":
-            return "not judged: start logging " + ", ".join(markdown_code(s, in_table=True)
-                                                            for s in result.missing_signals)
-        return "not judged: " + cell(result.not_judged_text())
+        return "not judged: " + cell(tree.lacks(result, diag))
     parts = []
     for f in result.findings:
         tag = " (downstream)" if f.downstream else ""
-        parts.append(f"{markdown_code(f.rule, in_table=True)}{tag}: {cell(f.message)}")
+        parts.append(f"{markdown_code(f.rule, in_table=True)}{tag} (onset {f.onset}): {cell(f.message)}")
     return "<br>".join(parts)
 
 
 def _trends(diag: Diagnosis, layer: int) -> str:
-    return "<br>".join(f"{markdown_code(t.signal, in_table=True)} {sparkline(rebin(t.values, 24))}"
+    return "<br>".join(f"{markdown_code(t.signal, in_table=True)} {sparkline(cells(t, 24))}"
                        for t in diag.trends if t.layer == layer)
 
 
@@ -66,7 +65,7 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
     out.append("|---|---|---:|---|" + ("---|" if with_trends else ""))
     for r in diag.layers:
         status = _ICON[r.status.value] + (" **(root)**" if r.layer == diag.root_layer else "")
-        onset = "" if r.onset_step is None else str(r.onset_step)
+        onset = "" if r.onset_step is None else str(r.onset_step)      # the earliest finding's onset
         row = f"| {r.layer} {LAYER_NAMES[r.layer]} | {status} | {onset} | {_evidence(diag, r.layer)} |"
         out.append(row + (f" {_trends(diag, r.layer)} |" if with_trends else ""))
     out.append("")
@@ -88,14 +87,14 @@ def _run(diag: Diagnosis, heading: str) -> list[str]:
         out.append(f"**Downstream of layer {diag.root_layer}** - likely consequences; "
                    "do not fix from the bottom up:")
         out.append("")
-        out += [f"- {markdown_code(f.rule)} ({f.severity}, steps {f.start_step}-{f.end_step}): "
+        out += [f"- {markdown_code(f.rule)} ({f.severity}, onset step {f.onset}): "
                 f"{markdown_text(f.message, in_table=False)}"
                 for f in downstream]
         out.append("")
     if diag.ignored_findings:
         out.append("**Ignored by the selection**, would have fired:")
         out.append("")
-        out += [f"- `{f.rule}` ({f.severity}, steps {f.start_step}-{f.end_step}): {f.message}"
+        out += [f"- `{f.rule}` ({f.severity}, onset step {f.onset}): {f.message}"
                 for f in diag.ignored_findings]
         out.append("")
     if diag.unknown:
@@ -125,25 +124,74 @@ def _samples(diag: Diagnosis) -> list[str]:
     return out
 
 
-def render(diagnoses: list[Diagnosis], **options) -> str:
-    """Markdown: a summary table when there are several runs, then one section per run."""
+# GitHub refuses a job summary over 1 MiB (and shows none of it); a summary is read on one screen anyway.
+# The sections of the runs that need reading go in, failures first, while they fit this budget; the rest
+# are named in one line that points at the full reports.
+MAX_BYTES = 200_000
+
+
+def _summary_table(runs: list[Diagnosis]) -> list[str]:
+    lines = ["| run | verdict | root layer | onset | first finding |", "|---|---|---|---:|---|"]
+    for d in runs:
+        lead = sorted(d.root_findings(), key=lambda f: f.severity != "fail")
+        first = f"{markdown_code(lead[0].rule, in_table=True)} {cell(lead[0].title)}" if lead else ""
+        onset = "" if d.root_layer is None else d.layers[d.root_layer - 1].onset_step
+        lines.append(f"| {markdown_code(d.run, in_table=True)} | {verdict(d)} | {_root(d)} | "
+                     f"{'' if onset is None else onset} | {first} |")
+    return lines
+
+
+def _passes(passes: list[Diagnosis]) -> list[str]:
+    """The passing runs folded: one line, their names in a collapsed list."""
+    if not passes:
+        return []
+    names = ", ".join(markdown_code(d.run) + (f" ({cell(d.undecided_text())})" if d.undecided else "")
+                      for d in passes)
+    return [f"<details><summary>{len(passes)} pass</summary>", "", names, "", "</details>", ""]
+
+
+def render(diagnoses: list[Diagnosis], *, fail_on: str = "fail", allow_unknown: bool = False,
+           max_bytes: int = MAX_BYTES, **options) -> str:
+    """Markdown: one run's section; for several, the count line, a table of the runs that need reading
+    (failures first), the passes folded, then a section per run that needs reading while they fit
+    `max_bytes` (GitHub's job summary takes 1 MiB), and the count line again."""
     lines = ["## stabdiag", ""]
     settings = summary_line(options.get("settings"))
     if settings:                        # a config file or a flag that changes the verdict is never silent
         lines += [f"> {cell(settings)}", ""]
     heading = "###"
-    if len(diagnoses) > 1:
-        lines += ["| run | verdict | root layer | first finding |", "|---|---|---|---|"]
-        for d in diagnoses:
-            lead = sorted(d.root_findings(), key=lambda f: f.severity != "fail")
-            first = f"{markdown_code(lead[0].rule, in_table=True)} at step {lead[0].start_step}" if lead else ""
-            lines.append(f"| {markdown_code(d.run, in_table=True)} | {verdict(d)} | {_root(d)} | {first} |")
-        lines.append("")
-    for d in diagnoses:
-        lines += _run(d, heading)
+    count = tree.count_line(diagnoses, fail_on, allow_unknown=allow_unknown)
+    runs = tree.ordered(diagnoses)
+    several = len(diagnoses) > 1
+    if several:
+        listed = [d for d in runs if tree.needs_reading(d)]
+        lines += [f"**{count}**", ""]
+        if listed:
+            lines += _summary_table(listed) + [""]
+        lines += _passes([d for d in runs if not tree.needs_reading(d)])
+        sections = listed
+    else:
+        sections = runs
+    size = len("\n".join(lines).encode())
+    left_out: list[Diagnosis] = []
+    for d in sections:
+        part = _run(d, heading)
+        part_size = len("\n".join(part).encode()) + 1
+        if left_out or (size + part_size > max_bytes - 2_000 and d is not sections[0]):
+            left_out.append(d)
+            continue
+        lines += part
+        size += part_size
+    if left_out:
+        lines += [f"> {len(left_out)} more run(s) that need reading are in the table above but have no section "
+                  f"here, to keep this summary under {max_bytes // 1000} kB: "
+                  + ", ".join(markdown_code(d.run) for d in left_out[:20]) + (", ..." if len(left_out) > 20 else "")
+                  + ". Every run is in the full reports (`stabdiag check -o report.html -o report.json`).", ""]
     not_read = options.get("not_read") or ()
     if not_read:                        # an empty run dir or a path that is gone is named, never skipped
         lines += [f"{heading} Not read ({len(not_read)})", ""]
         lines += [f"- {markdown_code(path)}: {cell(why)}" for path, why in not_read]
         lines.append("")
+    if several:
+        lines += [f"**{count}**", ""]
     return "\n".join(lines).rstrip() + "\n"

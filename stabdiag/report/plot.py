@@ -24,7 +24,7 @@ from ..judge.diagnosis import Diagnosis, Finding
 from ..judge.rules import LAYER_NAMES
 from ..read.run import Run
 
-FORMATS = ("png", "svg")
+FORMATS = ("png", "svg", "pdf")
 _SEVERITY_COLOR = {"fail": "#d62728", "warn": "#ff9f1a"}
 _STATUS_COLOR = {"pass": "#2ca02c", "warn": "#e08a00", "fail": "#d62728", "unknown": "#7f7f7f",
                  "ignored": "#7f7f7f"}
@@ -152,7 +152,7 @@ def _headline(diag: Diagnosis) -> tuple[str, str]:
         return f"{diag.run}: PASS - no layer failed{tail}", ""
     lead = sorted(diag.root_findings(), key=lambda f: f.severity != "fail")[0]   # as the terminal report
     head = f"{diag.run}: {diag.verdict.upper()} - root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})"
-    sub = f"{lead.title} (steps {lead.start_step}-{lead.end_step})"
+    sub = f"{lead.title} (onset step {lead.onset}; window {lead.start_step}-{lead.end_step})"
     downstream = sorted({f.layer for f in diag.findings if f.downstream})
     if downstream:
         sub += f"; layer {', '.join(map(str, downstream))} findings are likely downstream"
@@ -161,7 +161,7 @@ def _headline(diag: Diagnosis) -> tuple[str, str]:
 
 def plot(run: Run, diagnosis: Diagnosis, out_path: str | os.PathLike[str] | None = None,
          format: str | None = None, *, mapping: dict[str, str] | None = None, dpi: int = 110):
-    """Draw the run's four-panel timeline; save it to `out_path` (png or svg) if given; return the Figure."""
+    """Draw the run's four-panel timeline; save it to `out_path` (png, svg or pdf) if given; return the Figure."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -202,7 +202,8 @@ def plot(run: Run, diagnosis: Diagnosis, out_path: str | os.PathLike[str] | None
     head, sub = _headline(diagnosis)
     fig.suptitle(head + ("\n" + sub if sub else ""), fontsize=12, fontweight="bold", x=0.01, ha="left")
     if out_path is not None:
-        metadata = {"Date": None} if format == "svg" else {"Software": None}
+        # no date or software version in the file: the same run draws the same bytes
+        metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(format, {"Software": None})
         try:
             fig.savefig(out_path, format=format, dpi=dpi, metadata=metadata)
         except OSError as exc:

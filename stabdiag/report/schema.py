@@ -34,15 +34,21 @@ def _nullable(schema: dict) -> dict:
 
 
 _FINDING = _closed({
-    "rule": _STR, "layer": _LAYER, "severity": {"enum": ["warn", "fail"]}, "title": _STR, "start_step": _INT,
-    "end_step": _INT, "message": _STR,
+    "rule": _STR, "layer": _LAYER, "severity": {"enum": ["warn", "fail"]}, "title": _STR,
+    "onset": {"type": "integer", "description": "the step the finding began, as every format quotes it: the "
+              "change point of a trend, the first sustained crossing of a level, the step of an event"},
+    "onset_interval": {"type": "array", "items": _INT, "minItems": 2, "maxItems": 2,
+                       "description": "the 95% interval of the onset (the onset twice where it has none)"},
+    "start_step": {"type": "integer", "description": "the start of the window the rule read (not the onset)"},
+    "end_step": {"type": "integer", "description": "the end of the window the rule read"}, "message": _STR,
     "evidence": {"type": "object", "description": "what the rule's detector measured; keys differ by rule; "
                                                   "NaN and Inf as the strings 'nan', 'inf', '-inf'"},
     "downstream": _BOOL, "explained_by": {"type": ["string", "null"]}, "check_first": _STRS},
     {"downstream_reason": {"type": ["string", "null"], "description": "why a finding is downstream"}})
 
 _LAYER_RESULT = _closed({
-    "layer": _LAYER, "status": {"enum": ["pass", "warn", "fail", "unknown", "ignored"]}, "onset_step": _STEP,
+    "layer": _LAYER, "status": {"enum": ["pass", "warn", "fail", "unknown", "ignored"]},
+    "onset_step": {"type": ["integer", "null"], "description": "the earliest onset of the layer's findings"},
     "unknown_reason": {"enum": ["missing signal", "too little data", None]}, "judged_rules": _STRS,
     "missing_signals": _STRS})
 
@@ -117,10 +123,19 @@ _COMPARISON = _closed({
     "layers": {"type": "array", "items": _LAYER_CHANGE}})
 
 
+_SUMMARY = _closed({
+    "runs": _INT, "pass": _INT, "warn": _INT, "fail": _INT, "unknown": _INT,
+    "verdict": {"enum": ["pass", "warn", "fail", "unknown"],
+                "description": "the worst verdict of the runs: fail, else warn, else unknown, else pass"},
+    "exit_code": {"type": "integer", "description": "the exit code of the check (0 clean, 1 findings at or above "
+                                                    "fail_on, 3 nothing judged), before --exit-zero"},
+    "fail_on": {"enum": ["warn", "fail"]}, "allow_unknown": _BOOL})
+
+
 def check_schema() -> dict:
     """The schema of `stabdiag check --format json` (and `-o FILE.json`)."""
     doc = _closed({"stabdiag_version": _STR, "schema_version": {"const": SCHEMA_VERSION},
-                   "runs": {"type": "array", "items": _RUN}},
+                   "summary": _SUMMARY, "runs": {"type": "array", "items": _RUN}},
                   {"settings": _SETTINGS, "comparisons": {"type": "array", "items": _COMPARISON},
                    "not_read": {"type": "array", "items": _closed({"path": _STR, "reason": _STR}),
                                 "description": "every path given, and every folder beside the runs, that "

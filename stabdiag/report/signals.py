@@ -90,7 +90,8 @@ def render_signals(resolved: list[Signals], format: str = "text", width: int = 1
         for note in sig.notes:
             if not is_guess_note(note):
                 console.print(f"note: {shown(note)}", markup=False)
-    return buffer.getvalue()
+    # rich pads table cells to the column width: no line ends in spaces (piped, diffed, grepped)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
 
 
 def _print_guesses(console: Console, sig: Signals) -> None:

@@ -43,11 +43,11 @@ def trends(run: Run, span: tuple[int, int] | None, *, mapping: dict[str, str] | 
         if not layer or not len(series):
             continue
         finite = np.isfinite(series.values)
-        values = _fill_gaps(_bin_means(series.values, finite, series.steps, edges))
+        values = _bin_means(series.values, finite, series.steps, edges)     # empty bins stay None: gaps
         finite = series.values[finite]
         first = float(finite[0]) if len(finite) else None
         last = float(finite[-1]) if len(finite) else None
-        out.append(Trend(name, series.key, layer, tuple(values), first, last))
+        out.append(Trend(name, series.key, layer, tuple(values), first, last, len(series)))
     return tuple(sorted(out, key=lambda t: t.layer))
 
 
@@ -67,22 +67,37 @@ def _bin_means(values: np.ndarray, finite: np.ndarray, steps: np.ndarray, edges:
     return out
 
 
-def _fill_gaps(values: list[float | None]) -> list[float | None]:
-    """A sparse signal (an eval every 20 steps) holds its last value across empty interior bins."""
-    filled = list(values)
-    last = None
-    for i, v in enumerate(filled):
-        if v is None and last is not None and any(w is not None for w in filled[i + 1:]):
-            filled[i] = last
-        elif v is not None:
-            last = v
-    return filled
+def bridged(values: list[float | None], *, most: int = 2) -> list[float | None]:
+    """The values with the short interior holes of a sparse signal (an eval every 20 steps) held at the
+    last value before them: a hole of at most `most` cells and at most 3x the signal's own usual spacing.
+    A longer one stays open (a run that logged nothing for 1,000 steps), and a signal of a few points
+    is drawn as those points, not stretched over the line."""
+    seen = [i for i, v in enumerate(values) if v is not None]
+    if len(seen) < 3:
+        return list(values)
+    spacing = sorted(b - a for a, b in zip(seen, seen[1:]))[(len(seen) - 1) // 2]
+    out = list(values)
+    for a, b in zip(seen, seen[1:]):
+        if 1 < b - a <= min(most + 1, 3 * spacing):
+            out[a + 1:b] = [values[a]] * (b - a - 1)
+    return out
+
+
+def gaps(values: list[float | None]) -> list[tuple[int, int]]:
+    """(last index before, first index after) of each hole of a signal longer than 3x its usual spacing
+    and 2 bins: where a drawn line is broken rather than carried across."""
+    seen = [i for i, v in enumerate(values) if v is not None]
+    if len(seen) < 2:
+        return []
+    spacing = sorted(b - a for a, b in zip(seen, seen[1:]))[(len(seen) - 1) // 2]
+    return [(a, b) for a, b in zip(seen, seen[1:]) if b - a > max(2, 3 * spacing)]
 
 
 def short(value: float) -> str:
-    """A number in at most 8 characters: 0.296, 4.1e+03, 4.9e-04."""
+    """A number in at most 8 characters: 0.296, 4.1e+03, 4.9e-04; never `-0`."""
     if value == 0 or 1e-2 <= abs(value) < 1e4:
-        return f"{value:.3g}"
+        text = f"{value:.3g}"
+        return "0" if text in ("-0", "0") else text
     return f"{value:.1e}"
 
 
@@ -107,6 +122,11 @@ def rebin(values: tuple[float | None, ...], width: int) -> list[float | None]:
         else:
             cells.append(sum(part) / len(part))
     return cells
+
+
+def cells(trend: Trend, width: int) -> list[float | None]:
+    """A trend squeezed into `width` display cells, its short holes bridged (`bridged`)."""
+    return bridged(rebin(trend.values, width))
 
 
 def sparkline(values: list[float | None]) -> str:

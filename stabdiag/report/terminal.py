@@ -17,7 +17,8 @@ from ..judge.diagnosis import SEVERITY_RANK, Diagnosis, Finding, Status, Trend
 from ..judge.rules import LAYER_NAMES
 from ._escape import terminal as shown
 from .settings import summary_line
-from .sparkline import cell_steps, rebin, short, sparkline
+from .sparkline import cell_steps, cells, short, sparkline
+from .tree import count_line, lacking_groups, lacks, needs_reading, ordered, shorten_all, who
 
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim", "ignored": "dim"}
@@ -42,39 +43,71 @@ def ignored_evidence(diag: Diagnosis, layer: int) -> str:
     return "ignored (--select/--ignore)" + (f"; would fire: {', '.join(fired)}" if fired else "")
 
 
-def _verdict_line(diag: Diagnosis) -> Text:
-    text = Text()
-    text.append(shown(diag.run), style="bold")
-    text.append("  ")
-    text.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
+def _verdict_parts(diag: Diagnosis) -> list[Text]:
+    """The verdict line's parts, each kept whole when the line wraps."""
+    head = Text()
+    head.append(shown(diag.run), style="bold")
+    head.append("  ")
+    head.append(diag.verdict.upper(), style=_STYLE[diag.verdict])
     if diag.ignored:
-        text.append(f", {diag.ignored_text()} ignored", style="yellow" if diag.ignored_findings else "dim")
+        head.append(f", {diag.ignored_text()} ignored", style="yellow" if diag.ignored_findings else "dim")
+    parts = [head]
     if diag.undecided:
-        text.append(f", {diag.undecided_text()}", style="yellow")
+        head.append(",")
+        parts.append(Text(diag.undecided_text(), style="yellow"))
     if diag.root_layer is not None:
-        text.append(f"  root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})")
+        parts.append(Text(f"root: layer {diag.root_layer} ({LAYER_NAMES[diag.root_layer]})"))
     elif diag.verdict == "unknown":
-        text.append("  nothing could be judged")
+        parts.append(Text("nothing could be judged"))
     else:
-        text.append("  no layer failed")
+        parts.append(Text("no layer failed"))
     if diag.steps:
-        text.append(f"  steps {diag.steps[0]}-{diag.steps[1]}", style="dim")
+        parts.append(Text(f"steps {diag.steps[0]}-{diag.steps[1]}", style="dim"))
     if diag.framework:
-        text.append(f"  {shown(diag.framework)}", style="dim")
+        parts.append(Text(shown(diag.framework), style="dim"))
     if diag.resumed:
-        text.append("  resumed", style="dim")
+        parts.append(Text("resumed", style="dim"))
     if diag.ending is not None and diag.ending.failed:
-        text.append(f"  ended: {diag.ending.kind} at step {diag.ending.step}", style="bold red")
-    return text
+        parts.append(Text(f"ended: {diag.ending.kind} at step {diag.ending.step}", style="bold red"))
+    return parts
 
 
-def _spark_text(trend: Trend, name_w: int, spark_w: int, span: tuple[int, int],
+def _verdict_line(diag: Diagnosis, width: int = 10_000) -> Text:
+    """The verdict line, its parts two spaces apart; past `width` a part goes whole to the next line,
+    indented (a phrase like "root: layer 1 (data & reward)" is never split)."""
+    return _packed(_verdict_parts(diag), width)
+
+
+def _packed(parts: list[Text], width: int, indent: int = 2) -> Text:
+    out = Text()
+    used = 0
+    for i, part in enumerate(parts):
+        gap = 1 if i and out.plain.endswith(",") else 2
+        if i and used + gap + part.cell_len > width:
+            out.append("\n" + " " * indent)
+            used = indent
+        elif i:
+            out.append(" " * gap)
+            used += gap
+        out.append_text(part)
+        used += part.cell_len
+    return out
+
+
+def _hanging(console: Console, text: Text, indent: int = 2) -> None:
+    """A paragraph wrapped at whole words, its second and later lines indented under the first."""
+    lines = text.wrap(console, max(20, console.width - indent))
+    for i, line in enumerate(lines):
+        console.print(Text(" " * indent) + line if i else line)
+
+
+def _spark_text(trend: Trend, name: str, name_w: int, spark_w: int, span: tuple[int, int],
                 findings: tuple[Finding, ...], labels: bool) -> Text:
     """One signal's sparkline; the cells inside a finding's step range take the finding's colour."""
-    cells = rebin(trend.values, spark_w)
-    text = Text(f"{shown(trend.signal)[:name_w]:<{name_w}} ", style="dim")
-    for i, char in enumerate(sparkline(cells)):
-        a, b = cell_steps(span, len(cells), i)
+    drawn = cells(trend, spark_w)
+    text = Text(f"{name:<{name_w}} ", style="dim")
+    for i, char in enumerate(sparkline(drawn)):
+        a, b = cell_steps(span, len(drawn), i)
         hit = [f for f in findings if f.start_step < b and f.end_step >= a]
         style = "bold red" if char == "×" else _STYLE[max(hit, key=lambda f: f.severity == "fail").severity] \
             if hit else ""
@@ -98,7 +131,8 @@ def _sparklines(diag: Diagnosis, layer: int, width: int) -> list[Text]:
     if spark_w < 8:
         return []
     findings = diag.layers[layer - 1].findings
-    return [_spark_text(t, name_w, spark_w, diag.steps, findings, labels) for t in mine]
+    names = shorten_all([shown(t.signal) for t in diag.trends], name_w)     # a cut name shows its cut: "…"
+    return [_spark_text(t, names[shown(t.signal)], name_w, spark_w, diag.steps, findings, labels) for t in mine]
 
 
 def _layer_table(diag: Diagnosis, width: int = 100, sparklines: bool = True) -> Table:
@@ -141,7 +175,7 @@ def _check_first(console: Console, diag: Diagnosis) -> None:
     _items(console, [(f"{i}.", shown(step)) for i, step in enumerate(lead.check_first, 1)])
     others = [f.rule for f in root if f is not lead]
     if others:
-        console.print(Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"))
+        _hanging(console, Text(f"  more: stabdiag rules explain {' | '.join(others)}", style="dim"), 4)
     if diag.methods_advice:
         _items(console, [("methods:", shown(diag.methods_advice))])
     _samples(console, diag)
@@ -167,7 +201,7 @@ def _not_judged(console: Console, diag: Diagnosis) -> None:
     if unknown_layers:
         console.print(Text("Not judged - what each layer lacks:", style="bold"))
         _items(console, [(f"layer {r.layer}", f"({LAYER_NAMES[r.layer]}) {r.unknown_reason}: "
-                          + shown(r.not_judged_text())) for r in unknown_layers])
+                          + shown(lacks(r, diag))) for r in unknown_layers])
 
 
 def _too_noisy(console: Console, diag: Diagnosis) -> None:
@@ -183,7 +217,7 @@ def _too_noisy(console: Console, diag: Diagnosis) -> None:
 def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, shared: bool = False) -> None:
     """The full view of one run: the verdict, what to check first (both on the first screen), the
     four-layer table, then the rest.  `shared`: the not-judged lists are said once for the whole tree."""
-    console.print(_verdict_line(diag))
+    console.print(_verdict_line(diag, console.width))
     _check_first(console, diag)
     console.print(_layer_table(diag, console.width, sparklines))
     downstream = [f for f in diag.findings if f.downstream]
@@ -200,11 +234,11 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, share
         _items(console, [(Text(f"{f.rule} ({f.severity})", style=_STYLE[f.severity]), shown(f.message))
                          for f in diag.ignored_findings])
     for line in describe_cost(diag.cost) if diag.cost else ():
-        console.print(Text(shown(line)))
+        _hanging(console, Text(shown(line)))
     for forecast in diag.forecasts:
-        console.print(Text(shown(forecast.describe()), style="yellow"))
+        _hanging(console, Text(shown(forecast.describe()), style="yellow"))
     for note in diag.notes:
-        console.print(Text(f"note: {shown(note)}", style="dim"))
+        _hanging(console, Text(f"note: {shown(note)}", style="dim"))
 
 
 def _lead(findings) -> Finding:
@@ -212,11 +246,12 @@ def _lead(findings) -> Finding:
 
 
 def _headline(diag: Diagnosis) -> str:
-    """What one table row says after the verdict: the root's lead finding, or why there is none."""
+    """What one table row says after the verdict: the root's lead rule and its title (the block below
+    gives its message), or why there is none."""
     root = diag.root_findings()
     if root:
         lead = _lead(root)
-        text = f"{lead.rule}: {shown(lead.message)}"
+        text = f"{lead.rule}: {shown(lead.title)}"
     elif diag.verdict == "unknown":
         text = "nothing could be judged"
     else:
@@ -231,57 +266,47 @@ def _headline(diag: Diagnosis) -> str:
     return text
 
 
-def _summary(diagnoses: list[Diagnosis]) -> str:
-    counts = {v: sum(d.verdict == v for d in diagnoses) for v in ("pass", "warn", "fail", "unknown")}
-    return (f"{len(diagnoses)} runs: {counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail"
-            + (f", {counts['unknown']} unknown" if counts["unknown"] else ""))
+def _name_width(width: int, names: list[str]) -> int:
+    """The run column: the longest name, up to 30% of the line (at least 16), so the headline keeps room."""
+    return min(max(len(n) for n in names), max(16, int(width * 0.3)))
 
 
-def _fit(console: Console, text: Text) -> None:
-    """One line, cut with an ellipsis at the console's width: the tree view never wraps a row."""
-    text.truncate(console.width, overflow="ellipsis")
-    console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
-
-
-def _runs_table(console: Console, diagnoses: list[Diagnosis]) -> None:
-    """One line per run, as ruff and pytest lead: name, verdict, root layer, onset, headline."""
-    rows = []
-    for d in diagnoses:
-        root = "" if d.root_layer is None else f"{d.root_layer} {LAYER_NAMES[d.root_layer]}"
+def _runs_table(console: Console, shown_runs: list[Diagnosis], names: dict[str, str]) -> None:
+    """One row per run, as ruff and pytest lead: name (cut in the middle, distinct), verdict, root layer,
+    onset, headline; a long headline wraps under its own column at whole words."""
+    narrow = console.width < 100
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=False, header_style="dim")
+    table.add_column("run", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("root", no_wrap=True)
+    table.add_column("onset", justify="right", no_wrap=True)
+    table.add_column("headline", overflow="fold", ratio=1)
+    for d in shown_runs:
+        root = "" if d.root_layer is None else (f"L{d.root_layer}" if narrow
+                                                  else f"{d.root_layer} {LAYER_NAMES[d.root_layer]}")
         onset = None if d.root_layer is None else d.layers[d.root_layer - 1].onset_step
-        rows.append((shown(d.run), d.verdict, root, "" if onset is None else str(onset), _headline(d)))
-    heads = ("run", "verdict", "root", "onset")
-    widths = [min(limit, max(len(head), *(len(r[i]) for r in rows)))
-              for i, (head, limit) in enumerate(zip(heads, (40, 7, 18, 7)))]
-
-    def cell(value: str, i: int) -> str:
-        value = value if len(value) <= widths[i] else value[:widths[i] - 1] + "…"
-        return value.rjust(widths[i]) if heads[i] == "onset" else value.ljust(widths[i])
-
-    _fit(console, Text("  ".join(cell(h, i) for i, h in enumerate(heads)) + "  headline", style="dim"))
-    for name, verdict, root, onset, headline in rows:
-        line = Text(cell(name, 0) + "  ")
-        line.append(cell(verdict.upper(), 1), style=_STYLE[verdict])
-        line.append(f"  {cell(root, 2)}  {cell(onset, 3)}  {headline}")
-        _fit(console, line)
+        table.add_row(names[d.run], Text(d.verdict.upper(), style=_STYLE[d.verdict]), root,
+                      "" if onset is None else str(onset), Text(_headline(d)))
+    console.print(table)
 
 
-def _lines(console: Console, rows: list[tuple[Text | str, str]]) -> None:
-    """Indented rows whose heads line up; each row is one line, cut at the console's width."""
-    wide = max(len(head.plain if isinstance(head, Text) else head) for head, _ in rows)
-    for head, body in rows:
-        line = Text("  ")
-        line.append(head if isinstance(head, Text) else Text(head))
-        line.append(" " * (wide + 3 - len(line.plain)) + body)
-        _fit(console, line)
+def _folded(diagnoses: list[Diagnosis]) -> str:
+    """The line that stands for the passing runs the table leaves out."""
+    passes = [d for d in diagnoses if not needs_reading(d)]
+    noisy = sum(bool(d.undecided) for d in passes)
+    ignored = sum(bool(d.ignored_findings) for d in passes)
+    extra = "; ".join(part for part in (f"{noisy} with rules too noisy to tell" if noisy else "",
+                                        f"{ignored} whose ignored rules would fire" if ignored else "") if part)
+    return (f"{len(passes)} pass{' (' + extra + ')' if extra else ''}, not listed: --show-passes lists them")
 
 
 def _compact(console: Console, diag: Diagnosis) -> None:
-    """A run at or above --fail-on in a tree: its root findings and first checks in about 8 lines."""
-    _fit(console, _verdict_line(diag))
+    """A run at or above --fail-on in a tree: its root findings and first checks, each wrapped at whole
+    words under its own column."""
+    console.print(_verdict_line(diag, console.width))
     root = diag.root_findings()
-    rows: list[tuple[Text | str, str]] = [(Text(f.rule, style=_STYLE[f.severity]), shown(f.message))
-                                          for f in root[:2]]
+    rows: list[tuple[Text | str, Text | str]] = [(Text(f.rule, style=_STYLE[f.severity]), shown(f.message))
+                                                 for f in root[:2]]
     if len(root) > 2:
         rows.append((Text("more:", style="dim"), ", ".join(f.rule for f in root[2:])))
     if root:
@@ -293,28 +318,18 @@ def _compact(console: Console, diag: Diagnosis) -> None:
         rows.append((Text("ignored, would fire:", style="yellow"),
                      ", ".join(f"{f.rule} ({f.severity})" for f in diag.ignored_findings)))
     if rows:
-        _lines(console, rows)
+        _items(console, rows)
 
 
-def _shared_not_judged(console: Console, diagnoses: list[Diagnosis]) -> None:
-    """Each layer's not-judged text once, with the runs it applies to (ten runs lacking the same layer-4
-    signals is one line, not ten)."""
-    groups: dict[tuple[int, str], list[str]] = {}
-    for d in diagnoses:
-        for r in d.layers:
-            if r.status is Status.UNKNOWN:
-                groups.setdefault((r.layer, f"{r.unknown_reason}: {shown(r.not_judged_text())}"), []).append(
-                    shown(d.run))
+def _shared_not_judged(console: Console, diagnoses: list[Diagnosis], names: dict[str, str]) -> None:
+    """What each unjudged layer lacks, each line with the runs that lack exactly that: ten runs of one
+    framework are one line, and a run that lacks something else has its own."""
+    groups = lacking_groups(diagnoses)
     if not groups:
         return
-    console.print(Text("Not judged - what each layer lacks:", style="bold"))
-    rows = []
-    for (layer, text), runs in sorted(groups.items()):
-        others = [shown(d.run) for d in diagnoses if shown(d.run) not in runs]
-        who = ("all runs" if not others else f"all but {', '.join(others)}" if len(others) <= 2
-               else ", ".join(runs) if len(runs) <= 2 else f"{len(runs)} runs")
-        rows.append((f"layer {layer}", f"({LAYER_NAMES[layer]}, {who}) {text}"))
-    _items(console, rows)
+    console.print(Text("Not judged - what the runs lack:", style="bold"))
+    _items(console, [(f"layer {layer}", f"({LAYER_NAMES[layer]}, {who(runs, diagnoses, names)}) {why}: {shown(text)}")
+                     for runs, (layer, why, text) in groups])
 
 
 def _at_or_above(diag: Diagnosis, fail_on: str) -> bool:
@@ -356,11 +371,13 @@ def _not_read(console: Console, not_read) -> None:
 
 def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool = False,
            sparklines: bool = True, drawn: list[str | None] | None = None, view: str = "auto",
-           fail_on: str = "fail", **options) -> str:
-    """The terminal report.  One run: its full view.  Several: a table with one line per run, then a
-    compact block for each run at or above `fail_on`, then the not-judged lists said once (`view`
-    "full", -v: every run's full view; "quiet", -q: the table alone).  `drawn` holds, per diagnosis, its
-    full view as `render_run(..., shared=True)` drew it with the same width and colour, or None."""
+           fail_on: str = "fail", show_passes: bool = False, **options) -> str:
+    """The terminal report.  One run: its full view.  Several: the count line, a table of the runs
+    failures first (fail, warn, unknown; the passes folded into one line unless `show_passes`), a compact
+    block for each run at or above `fail_on`, what the unjudged runs lack, and the count line again
+    (`view` "full", -v: every run's full view; "quiet", -q: the table alone).  `drawn` holds, per
+    diagnosis, its full view as `render_run(..., shared=True)` drew it with the same width and colour,
+    or None."""
     buffer = io.StringIO()
     console = _console(buffer, width, color)
     settings = summary_line(options.get("settings"))
@@ -370,26 +387,36 @@ def render(diagnoses: list[Diagnosis], *, width: int | None = None, color: bool 
         _print_run(console, diagnoses[0], sparklines)
         _not_read(console, options.get("not_read") or ())
         return _finish(buffer.getvalue(), color)
+    allow_unknown = bool(options.get("allow_unknown"))
+    counts = count_line(diagnoses, fail_on, allow_unknown=allow_unknown)
     if len(diagnoses) > 1:
-        console.print(Text(_summary(diagnoses), style="bold"))
-    if diagnoses:
-        _runs_table(console, diagnoses)
-    if view == "quiet":
-        _not_read(console, options.get("not_read") or ())
-        return _finish(buffer.getvalue(), color)
-    for i, diag in enumerate(diagnoses):
-        if view == "full":
+        console.print(Text(counts, style="bold"))
+    runs = ordered(diagnoses)
+    listed = [d for d in runs if show_passes or view == "full" or needs_reading(d) or len(diagnoses) == 1]
+    names = shorten_all([shown(d.run) for d in diagnoses], _name_width(console.width, [shown(d.run)
+                                                                                        for d in diagnoses]))
+    names = {d.run: names[shown(d.run)] for d in diagnoses}
+    if listed:
+        _runs_table(console, listed, names)
+    if len(listed) < len(runs):
+        console.print(Text(_folded(runs), style="dim"))
+    if view != "quiet":
+        order = runs if view == "full" else [d for d in runs if _at_or_above(d, fail_on)]
+        index = {id(d): i for i, d in enumerate(diagnoses)}
+        for diag in order:
             console.print()
-            part = drawn[i] if drawn is not None else None
-            if part is None:
+            part = drawn[index[id(diag)]] if view == "full" and drawn is not None else None
+            if view != "full":
+                _compact(console, diag)
+            elif part is None:
                 _print_run(console, diag, sparklines, shared=True)
             else:
                 buffer.write(part)      # the console writes each print through: the order holds
-        elif _at_or_above(diag, fail_on):
+        if any(r.status is Status.UNKNOWN for d in diagnoses for r in d.layers):
             console.print()
-            _compact(console, diag)
-    if any(r.status is Status.UNKNOWN for d in diagnoses for r in d.layers):
-        console.print()
-        _shared_not_judged(console, diagnoses)
+            _shared_not_judged(console, runs, names)
     _not_read(console, options.get("not_read") or ())
+    if len(diagnoses) > 1:
+        console.print()
+        console.print(Text(counts, style="bold"))   # said again at the end: a long report is read from its foot too
     return _finish(buffer.getvalue(), color)

@@ -38,7 +38,13 @@ class LiveStatus:
         self.live.stop()
 
     def print(self, line: str) -> None:
-        self.live.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        """An event line wrapped at whole words to the terminal's width, its later lines indented: the
+        terminal would otherwise break it mid-number at its margin."""
+        import textwrap
+
+        width = max(40, self.console.width)
+        text = textwrap.fill(line, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+        self.live.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def update(self, diagnoses: dict[str, Diagnosis]) -> None:
         if diagnoses:

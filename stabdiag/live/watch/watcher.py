@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 
 from ...errors import ConfigError
-from ...judge.diagnosis import Diagnosis, Finding
-from .events import Event, changes, stop_event
+from ...judge.diagnosis import SEVERITY_RANK, Diagnosis, Finding
+from .events import Event, Tracker, stop_event
 from .runs import Finder, LiveRun
 
 
@@ -36,6 +36,8 @@ class WatchSettings:
     guess: bool = True
     rules: tuple | None = None            # rules already loaded and selected (the CLI's); else loaded here
     load_options: dict = field(default_factory=dict)
+    clear_after: int = 3                  # judgements in a row without a finding before it is said cleared
+    clear_share: float = 1.0              # ... over this many times the steps logged when it was last seen
 
     def __post_init__(self) -> None:
         if self.format not in ("text", "jsonl"):
@@ -44,6 +46,8 @@ class WatchSettings:
             raise ConfigError(f"--exit-on: expected one of warn, fail; got {self.exit_on!r}")
         if not self.interval_s > 0:
             raise ConfigError(f"--interval: expected a number of seconds above 0; got {self.interval_s!r}")
+        if not (isinstance(self.clear_after, int) and self.clear_after >= 1):
+            raise ConfigError(f"--clear-after: expected a whole number of judgements >= 1; got {self.clear_after!r}")
 
 
 class Watcher:
@@ -61,8 +65,10 @@ class Watcher:
         self._rules = s.rules if s.rules is not None else chosen_rules(s.rules_dirs, s.select, s.ignore)
         self._diagnose = partial(diagnose, advise=advise)
         self.finders = [_finder(p, s) for p in self.paths]
-        self.findings: dict[str, dict[str, Finding]] = {}
-        self.diagnoses: dict[str, Diagnosis] = {}
+        self.findings: dict[str, dict[str, Finding]] = {}     # each run's findings as last judged
+        self.diagnoses: dict[str, Diagnosis] = {}              # each run's last judgement: what `check` says
+        self.trackers: dict[str, Tracker] = {}                 # each run's findings as the watch says them
+        self._alerted: set[tuple[str, str, str]] = set()       # (run, rule, severity) an alert ran for
         self._judged_at = -float("inf")
         self.stopped: Event | None = None
 
@@ -91,12 +97,26 @@ class Watcher:
         s = self.settings
         diag = self._diagnose(run, rules=self._rules, mapping=s.mapping, params=s.params, guess=s.guess)
         self.diagnoses[live.name] = diag
-        events = changes(self.findings.get(live.name, {}), diag)
+        tracker = self.trackers.setdefault(live.name, Tracker(s.clear_after, s.clear_share))
+        events = tracker.update(diag)
         self.findings[live.name] = {f.rule: f for f in diag.findings}
-        if s.exit_on and self.stopped is None and any(e.reaches(s.exit_on) for e in events):
+        # --exit-on reads the judgement itself, as `check` on the same file would give it, never a held finding
+        if s.exit_on and self.stopped is None and any(SEVERITY_RANK[f.severity] >= SEVERITY_RANK[s.exit_on]
+                                                      for f in diag.findings):
             self.stopped = stop_event(diag, s.exit_on)
             events.append(self.stopped)
         return events
+
+    def final(self) -> dict[str, Diagnosis]:
+        """Each run judged on everything read so far, whatever the interval: the watch's last word, the
+        same as `stabdiag check` on the same files."""
+        for finder in self.finders:
+            finder.poll()
+        for finder in self.finders:
+            for live in finder.runs.values():
+                if live.dirty:
+                    self._judge(live)
+        return dict(self.diagnoses)
 
     def run(self, out=None, err=None) -> int:
         """The loop: 1 when --exit-on is reached, 0 when interrupted (SIGINT)."""
@@ -132,6 +152,12 @@ class Watcher:
         except KeyboardInterrupt:
             if self.settings.format == "text":
                 print("stopped (interrupted)", file=err)
+                try:
+                    for name, diag in sorted(self.final().items()):
+                        print(f"final: {name}: {diag.verdict_text()}"
+                              + (f", root layer {diag.root_layer}" if diag.root_layer else ""), file=err)
+                except Exception:    # noqa: BLE001  the last word must never turn an interrupt into a crash
+                    pass
             return 0
         finally:
             if status is not None:
@@ -143,7 +169,9 @@ class Watcher:
         else:
             text = json.dumps(event.to_dict()) if self.settings.format == "jsonl" else event.line()
             print(text, file=out, flush=True)
-        if self.settings.on_alert and event.event in ("finding", "changed"):
+        key = (event.run, event.finding or "", event.severity or "")
+        if self.settings.on_alert and event.alerts and key not in self._alerted:     # one alert per finding
+            self._alerted.add(key)
             _alert(self.settings.on_alert, event, err)
 
     def _say_problems(self, said: set[str], err) -> None:
@@ -195,7 +223,8 @@ def _alert(argv: tuple[str, ...], event: Event, err) -> None:
 
 
 def settings_from_flags(settings, rules, *, interval: float, format: str, exit_on: str | None,
-                        on_alert: str | None, step_col: str | None, polling: bool) -> WatchSettings:
+                        on_alert: str | None, step_col: str | None, polling: bool,
+                        clear_after: int = 3) -> WatchSettings:
     """WatchSettings from `stabdiag watch`'s flags and the resolved check settings (config file < flags)."""
     import shlex
 
@@ -210,7 +239,7 @@ def settings_from_flags(settings, rules, *, interval: float, format: str, exit_o
     return WatchSettings(interval_s=interval, format=format, exit_on=exit_on, on_alert=argv, polling=polling,
                          mapping=settings.map, params=settings.params, guess=not settings.no_guess,
                          rules=select_rules(rules, list(settings.select), list(settings.ignore)),
-                         load_options={"step_col": step_col})
+                         load_options={"step_col": step_col}, clear_after=clear_after)
 
 
 def _interruptible() -> None:

@@ -30,6 +30,7 @@ from .. import _stats as st
 from ..read.run import Run, is_bookkeeping
 from ..signals.resolve import Signals, resolve
 from .detectors import CHAIN, Curve, Evidence, NotJudged, Quiet
+from .detectors.early import PLACEHOLDER_SIGNALS, placeholder_at_start
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
 from .rules import RUN_INPUTS, Rule, load_rules, select_rules
 from .stats.evidence import hinge_onset
@@ -50,6 +51,25 @@ def persistent_nonfinite_step(signals: Signals) -> int | None:
             if i is not None:
                 firsts.append(int(s.steps[i]))
     return min(firsts) if firsts else None
+
+
+def without_placeholders(signals: Signals) -> Signals:
+    """The signals a step cannot measure as 0 (early.PLACEHOLDER_SIGNALS) without a recorder's placeholder 0.0
+    at their first logged step (early.placeholder_at_start), said in a note.  An eval, a reward or a fraction
+    keeps its first point whatever it reads: a score of 0 before training is data."""
+    trimmed: dict = {}
+    said: list[str] = []
+    for name in PLACEHOLDER_SIGNALS:
+        s = signals.series.get(name)
+        if s is None or not placeholder_at_start(s.values):
+            continue
+        trimmed[name] = replace(s, steps=s.steps[1:], values=s.values[1:],
+                                wall_time=None if s.wall_time is None else s.wall_time[1:])
+        said.append(f"{s.key} at step {int(s.steps[0])}")
+    if not trimmed:
+        return signals
+    note = "read as a recorder's placeholder, not data: the 0.0 of " + ", ".join(said)
+    return replace(signals, series={**signals.series, **trimmed}, notes=(*signals.notes, note))
 
 
 def _curve(signals: Signals, name: str, cutoff: int | None) -> Curve | None:
@@ -250,7 +270,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     adds what stabdiag.advise makes of the judgement (cost, forecasts, methods); it is passed in because
     judging never imports the layers above it."""
     rules = select_rules(rules if rules is not None else load_rules(), select, ignore)
-    signals = resolve(run, mapping, guess=guess)
+    signals = without_placeholders(resolve(run, mapping, guess=guess))
     cutoff = persistent_nonfinite_step(signals)
     findings: list[Finding] = []
     quiet_notes: list[str] = []       # judged clean, with a reason a user should see (sharpening)

@@ -146,17 +146,18 @@ def _finding(rule: Rule, ev: Evidence, kind: str) -> Finding:
 
 
 def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> list[Finding]:
-    """A finding whose rule names the rule of an earlier finding as a possible cause (equal rewards
-    after entropy collapsed) becomes a warning explained by it, so it cannot be the root."""
+    """A finding whose rule names the rule of another finding as a possible cause (equal rewards after
+    entropy collapsed) becomes a warning explained by it, so it cannot be the root, when its signal moved
+    at or after that one's change point: its onset is not before the start of the cause's onset interval."""
     out = []
     for f in findings:
         rule = rules[f.rule]
         # a cause that is itself explained by the data (an entropy drop after all-correct groups) cannot
         # turn that data finding into its consequence
-        causes = [c for c in findings if c.rule in rule.consequence_of and c.start_step <= f.start_step
+        causes = [c for c in findings if c.rule in rule.consequence_of and c.onset_interval[0] <= f.onset
                   and not c.explained_by]
         if causes:
-            cause = max(causes, key=lambda c: (SEVERITY_RANK[c.severity], -c.start_step))
+            cause = max(causes, key=lambda c: (SEVERITY_RANK[c.severity], -c.onset))
             values = {**f.evidence, "kind": "every sample of a group alike"} if "kind" in f.evidence else f.evidence
             message = _message(rule, Evidence(f.start_step, f.end_step, values))
             f = replace(f, severity="warn", explained_by=cause.rule, evidence=values,

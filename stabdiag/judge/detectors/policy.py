@@ -218,10 +218,12 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
     stretch = st.first_long_run(v.steps, smooth < floor, need)
     if stretch is not None:
         a, b = stretch
-        explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac)
-        # the sharpening window opens where the entropy left its first points' highest value: a window that
-        # errs early reads more of an eval's gain (a note rather than a finding), never less
+        # the fall is read from where the entropy left its first points' highest value (the sharpening window
+        # then errs early: it reads more of an eval's gain, a note rather than a finding, never less), and
+        # all-equal groups explain it only if they were the norm before that, not merely before the floor
+        # was crossed (a floor under a level the first steps already collapsed is crossed late)
         began = max(early, first_level(v))
+        explained = _explained(difficulty, _fall_start(v, float(v.steps[a]), began), explained_zero_std_frac)
         if not explained and (quiet := _sharpening(evals, v, float(v.steps[b]), began, reward)) is not None:
             return quiet
         return Evidence(int(v.steps[a]), int(v.steps[b]), {

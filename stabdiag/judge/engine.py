@@ -32,7 +32,7 @@ from ..signals.resolve import Signals, resolve
 from .detectors import CHAIN, Curve, Evidence, NotJudged, Quiet
 from .detectors.early import PLACEHOLDER_SIGNALS, placeholder_at_start
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
-from .rules import RUN_INPUTS, Rule, load_rules, select_rules
+from .rules import EVAL_ANY, RUN_INPUTS, Rule, load_rules, select_rules
 from .stats.evidence import hinge_onset
 
 LAYERS = (1, 2, 3, 4)
@@ -86,9 +86,14 @@ def _curve(signals: Signals, name: str, cutoff: int | None) -> Curve | None:
 
 
 def _wired(signals: Signals, name: str, cutoff: int | None) -> Curve | list[Curve] | None:
-    """What a rule's input receives: a family (`reward:*`) as its list of curves, a signal as its curve."""
+    """What a rule's input receives: a family (`reward:*`) as its list of curves, a signal as its curve.
+    `eval:*` stands for every independent check the run logs: its evals, and beside them a reward function
+    logged with weight 0 or an accuracy under its own key (Signals.checks, signals/checks.py)."""
     if name.endswith(":*"):
-        return [c for n in signals.matching(name) if (c := _curve(signals, n, cutoff)) is not None]
+        names = signals.matching(name)
+        if name == EVAL_ANY:
+            names = [*names, *(n for n in signals.checks if n in signals.series)]
+        return [c for n in names if (c := _curve(signals, n, cutoff)) is not None]
     return _curve(signals, name, cutoff)
 
 

@@ -105,8 +105,8 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_end_frac", 0.05, 1, "the fraction ends at least this high (a warning)"),
         _p("fail_end_frac", 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),
         _p("min_climb", 0.01, 1, "... having climbed by at least this much (absolute, 0-1)"),
-        _p("min_rise_z", 1, 20, "while the reward's trend is this many standard errors clear of 0 "
-                                "(autocorrelation-corrected)"),
+        _p("min_rise_z", 1, 20, "while the reward's end level minus its start level, over the whole run, is this "
+                                "many standard errors clear of 0 (from its own noise)"),
         _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets start and end levels"),
         _bound("min_steps", 5, 1e6, "shortest run judged, in steps"))),
     DetectorSpec("growth_while_steady", growth_while_steady, (
@@ -249,8 +249,8 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "ended_on_failure": _ENDING, "ended_on_nonfinite": _ENDING, "ended_unfinished": _ENDING,
     "first_nonfinite": ("count", "first_steps", "key", "kind", "recovered", "signal", "step", "then"),
     "floor_breach": ("early", "floor", "floor_frac", "key", "last", "lowest", "signal"),
-    "fraction_climb_while_rising": ("frac_end", "frac_start", "key", "reward_end", "reward_key", "reward_rise_z",
-                                    "reward_start", "reward_trend", "signal"),
+    "fraction_climb_while_rising": ("frac_end", "frac_start", "key", "reward_during_climb", "reward_end",
+                                    "reward_key", "reward_rise_z", "reward_start", "reward_trend", "signal"),
     "frozen_values": ("key", "points", "signal", "steps", "value"),
     "growth_while_flat": ("eval_changes", "evals", "growth", "key", "level_end", "level_start", "signal"),
     "growth_while_steady": ("growth", "key", "level_end", "level_start", "loss", "signal"),

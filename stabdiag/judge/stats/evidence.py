@@ -246,38 +246,6 @@ def level_gain(values: np.ndarray, head_points: int = 1) -> Change:
     return Change(estimate, se, estimate - t * se, estimate + t * se, n, tail_eff, rho, sd)
 
 
-def mann_kendall_z(values: np.ndarray, max_points: int = 400) -> float:
-    """Mann-Kendall's trend z (Mann 1945, Kendall 1975): S, the count of rising pairs minus falling
-    ones, over its sd under no trend, sqrt(n (n - 1) (2n + 5) / 18), continuity-corrected; ties count 0.
-    It asks only whether later points tend to be higher, so an eval that climbs in an S or in steps,
-    which a straight line or one bend fits badly, reads as sure as it looks.  Curves over `max_points`
-    are read on evenly spaced points."""
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    if len(v) > max_points:
-        v = v[np.linspace(0, len(v) - 1, max_points).astype(int)]
-    n = len(v)
-    if n < 4:
-        return 0.0
-    s = float(np.sign(v[None, :] - v[:, None])[np.triu_indices(n, 1)].sum())
-    sd = math.sqrt(n * (n - 1) * (2 * n + 5) / 18.0)
-    return (s - math.copysign(1.0, s)) / sd if s != 0 else 0.0
-
-
-def rank_shift_z(before: np.ndarray, after: np.ndarray) -> float:
-    """Mann-Whitney's z that `after` lies above `before` (Mann & Whitney 1947): U, the pairs where the
-    later point is higher (ties count half), against its mean and sd under no shift, continuity-
-    corrected.  0 for an empty side."""
-    a, b = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
-    m, n = len(a), len(b)
-    if not m or not n:
-        return 0.0
-    d = b[None, :] - a[:, None]
-    u = float(np.sum(d > 0) + 0.5 * np.sum(d == 0))
-    mean, sd = m * n / 2.0, math.sqrt(m * n * (m + n + 1) / 12.0)
-    return (u - mean - math.copysign(0.5, u - mean)) / sd if u != mean else 0.0
-
-
 def binomial_floor(values: np.ndarray, max_samples: int = 4096) -> float:
     """The least sd a mean of n binary samples can have at this curve's level: sqrt(p (1 - p) / n), n from
     the values' granularity (every value a multiple of 1/n, n <= max_samples), p the median kept half a

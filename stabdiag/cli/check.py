@@ -2,8 +2,6 @@
 one per -o FILE (stabdiag.report), and the exit code the verdicts give."""
 
 # No `from __future__ import annotations`: typer reads the annotations at each start (see _typer.py).
-import os
-import shutil
 import sys
 import warnings
 from typing import Optional
@@ -12,6 +10,7 @@ import typer
 
 from ..errors import ConfigError
 from ..report import FORMATS
+from . import _screen as screen
 from ._files import diagnose_all, load_runs, refuse_to_overwrite, write
 from ._guard import Exit, choice, guarded, say
 from ._settings import ISOLATED_HELP, NO_GUESS_HELP, SPLIT_SOURCES_HELP, settings_for
@@ -116,7 +115,7 @@ def check(
             raise ConfigError("--verbose and --quiet: give one of them")
         view = "full" if verbose else "quiet" if quiet else "auto"
         terminal = fmt == "terminal"
-        color, width = _color(color_when), _width()
+        color, width = screen.color(color_when), screen.width()
         if since or any(tags) or state or any("://" in str(p) for p in paths):
             from ..advise import nightly
 
@@ -181,23 +180,3 @@ def _baseline(path: str, with_files: list[str], step_col: Optional[str], rules, 
     if len(runs) != 1:
         raise ConfigError(f"--baseline {path}: expected one run; found {len(runs)}")
     return diagnose_all(runs, rules, settings)[0]
-
-
-def _color(when: str) -> bool:
-    """--color always|never, or auto: FORCE_COLOR (set, not 0) forces it, NO_COLOR (set) stops it, else
-    colour exactly when stdout is a terminal (https://no-color.org, https://force-color.org)."""
-    choice("--color", when, ("auto", "always", "never"))
-    if when != "auto":
-        return when == "always"
-    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
-        return True
-    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
-
-
-def _width() -> int:
-    """The report's width: COLUMNS when set (as a terminal or a CI job sets it), else the terminal's,
-    else 100 (a pipe or a file)."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) >= 40:
-        return int(columns)
-    return shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100

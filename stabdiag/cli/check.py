@@ -13,7 +13,15 @@ from ..report import FORMATS
 from . import _screen as screen
 from ._files import diagnose_all, load_runs, refuse_to_overwrite, write
 from ._guard import Exit, choice, guarded, say
-from ._settings import ISOLATED_HELP, NO_GUESS_HELP, SPLIT_SOURCES_HELP, settings_for
+from ._settings import (
+    ISOLATED_HELP,
+    NO_GUESS_HELP,
+    ONE_RUN_HELP,
+    SPLIT_FILES_HELP,
+    SPLIT_SOURCES_HELP,
+    STEP_COL_HELP,
+    settings_for,
+)
 
 FAIL_ON = ("warn", "fail")
 
@@ -61,9 +69,11 @@ def check(
     isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
     show_settings: bool = typer.Option(False, "--show-settings", help="Print the resolved settings and "
                                                                       "where each came from, then exit."),
-    step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    step_col: Optional[str] = typer.Option(None, "--step-col", help=STEP_COL_HELP),
     refresh: bool = typer.Option(False, "--refresh", help="Refetch online runs instead of using the cache."),
     split_sources: bool = typer.Option(False, "--split-sources", help=SPLIT_SOURCES_HELP),
+    one_run: bool = typer.Option(False, "--one-run", help=ONE_RUN_HELP),
+    split_files: bool = typer.Option(False, "--split-files", help=SPLIT_FILES_HELP),
     allow_unknown: bool = typer.Option(False, "--allow-unknown", help="Exit 0 for a run nothing could be "
                                                                       "judged on (default: such a run exits 3)."),
     no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
@@ -107,7 +117,8 @@ def check(
         settings, rules = settings_for(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                        "fail-on": fail_on, "allow-unknown": allow_unknown,
                                                        "no-guess": no_guess, "map": mapping, "param": params,
-                                                       "jobs": workers}, isolated)
+                                                       "jobs": workers, "one-run": one_run,
+                                                       "split-files": split_files}, isolated)
         if show_settings:
             sys.stdout.write(settings.show())
             return
@@ -176,7 +187,7 @@ def said(batch):
 
 
 def _baseline(path: str, with_files: list[str], step_col: Optional[str], rules, settings):
-    runs = load_runs([path], with_files, step_col, progress=False, refresh=False)
+    runs = load_runs([path], with_files, step_col, progress=False, refresh=False, settings=settings)
     if len(runs) != 1:
         raise ConfigError(f"--baseline {path}: expected one run; found {len(runs)}")
     return diagnose_all(runs, rules, settings)[0]

@@ -102,8 +102,8 @@ def test_version_answers_before_the_cli_is_built(tmp_path):
     found = imported(["--version"], ("typer", "click", "rich", "stabdiag.cli._app"), tmp_path)
     assert not found, "--version imported " + explain(found)
     path = small_csv(tmp_path)
-    others = ("stabdiag.cli.plot", "stabdiag.cli.signals", "stabdiag.cli.watch", "stabdiag.cli.rules",
-              "stabdiag.cli.methods", "stabdiag.probe")
+    others = ("stabdiag.cli.plot", "stabdiag.cli.signals", "stabdiag.cli.samples", "stabdiag.cli.watch",
+              "stabdiag.cli.rules", "stabdiag.cli.methods", "stabdiag.probe")
     found = imported(["check", str(path)], others, tmp_path)
     assert not found, "check imported " + explain(found)
 

@@ -30,7 +30,8 @@ def advise(run: Run, signals: Signals, diagnosis: Diagnosis, params: dict, *, gp
     return replace(diagnosis,
                    cost=estimate(run, signals, list(diagnosis.findings), root, gpus=gpus, gpu_hour_cost=gpu_hour_cost),
                    forecasts=tuple(forecasts(signals, params, diagnosis.ending)), methods=active,
-                   methods_advice=advice(root, list(active), has_config=_has_training_config(run)),
+                   methods_advice=advice(root, list(active), has_config=_has_training_config(run),
+                                         kind=signals.kind),
                    samples=sample_evidence(run, diagnosis))
 
 

@@ -113,7 +113,8 @@ def test_version_answers_before_the_cli_is_built(tmp_path):
 # checklist comes from its cache, and a pyproject.toml with no [tool.stabdiag] is not parsed), rich's emoji
 # table.
 NOT_FOR_A_CSV = ("stabdiag.read.formats.text", "stabdiag.read.formats.trainer_state", "stabdiag.read.ending.console",
-                 "sqlite3", "html.parser", "tomllib", "rich._emoji_codes", "stabdiag.advise.nightly")
+                 "sqlite3", "html.parser", "tomllib", "rich._emoji_codes", "stabdiag.advise.nightly",
+                 "stabdiag.read.samples", "stabdiag.advise.samples")
 
 
 def test_check_of_a_small_csv_reads_no_other_format_code(tmp_path):

@@ -507,7 +507,7 @@ same reference sds, the draws depend on (seed, shape, T, index) only):
   eval_early_collapse  every eval, scored before training (i = 0) too, falls by s = 20% / 30% / 50% of e0 over
                        the first d ~ U(0.03, 0.1) T steps (a reward that pays a wrong answer), then recovers a
                        third of that by the end (ends 13% / 20% / 33% under e0), while the reward rises by 0.3 on
-                       the ramp (from after the collapse) -> L1.eval-below-start (its bar: a drop sure at 3 se
+                       the ramp (from after the collapse) -> L1.eval-below-start (its bar: a drop sure at 3.5 se
                        and a tenth of the start)
   weight0_check_flat   no eval; the reward is the format reward alone (rewards/format_reward/mean, logged as
                        the same numbers), rising by D = 0.10 / 0.20 / 0.40 on the ramp; a reward function logged

@@ -2,7 +2,8 @@
 
 Each rule comes out one of three ways: a finding, judged and clean, or not judged (a signal it needs is
 missing, or the data is too short or too sparse; the detector says why).  A layer passes only when one
-of its rules judged the run and none fired; a run with no judged layer is `unknown`, never `pass`.
+of its rules judged the run and none fired (a rule whose clean reading is marked `clean_passes_layer =
+false` counts only beside another); a run with no judged layer is `unknown`, never `pass`.
 
 The root is chosen by time: among the failing findings (else the warning ones) that no other rule
 explains as a consequence, the one whose onset comes first (a trend's onset is the change point of its
@@ -319,6 +320,11 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
         elif result is not None:
             findings.append(_finding(rule, result, signals.kind, run.meta.get("ending")))
     by_id = {r.id: r for r in rules}
+    for layer, ids in judged.items():
+        # a rule whose clean reading does not pass a layer by itself (L1.eval-below-start: an eval that did
+        # not fall says nothing of a reward that rose beside it) counts only beside one that does
+        if not any(by_id[i].clean_passes_layer for i in ids):
+            judged[layer] = []
     findings = _explain_consequences(_with_change_points(findings, signals, by_id), by_id)
     root_finding = _root(findings)
     root = root_finding.layer if root_finding is not None else None

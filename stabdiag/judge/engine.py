@@ -7,11 +7,14 @@ false` counts only beside another); a run with no judged layer is `unknown`, nev
 
 The root is chosen by time: among the failing findings (else the warning ones) that no other rule
 explains as a consequence, the one whose onset comes first (a trend's onset is the change point of its
-signal, with a 95% interval; an event's is its step); where onset intervals overlap, the shallowest layer
-among them wins, the layer order breaking ties only when time cannot.  Findings in deeper layers are
-downstream, because a layer's failure makes every layer under it suspect (seed 000: lowering the LR did
-nothing when the cause was the reward), and so are findings in shallower layers that began after the
-root's interval (a reward that diverges after the policy collapsed); each says why.  Cause comes before
+signal, with a 95% interval; an event's is its step).  A signal of another layer that moves only at or
+after that change point is its consequence, within its interval too: its onset comes later and its
+interval does not reach back before the start of the cause's (truncation that jumps as the policy
+collapses is the collapse's).  Where onset intervals still overlap, the shallowest layer among them wins,
+the layer order breaking ties only when time cannot.  Findings in deeper layers are downstream, because a
+layer's failure makes every layer under it suspect (seed 000: lowering the LR did nothing when the cause
+was the reward), and so are findings in shallower layers that began after the root's interval or moved
+only after its change point (a reward that diverges after the policy collapsed); each says why.  Cause comes before
 consequence: a finding a rule declares a consequence of another (equal rewards in every group after
 entropy hit 0) is explained by it when that one began first, and is never the root.  Behaviour rules
 judge the run only up to its first *persistent* non-finite step: after that the numbers describe a
@@ -203,14 +206,25 @@ def _not_for_kind(rule: Rule, missing: list[str], kind: str) -> str:
     return f"an RL run's rule: it reads {', '.join(missing)}, which an SFT/pretraining run does not log"
 
 
+def _moved_after(f: Finding, cause: Finding) -> bool:
+    """`f` (of another layer) moved only at or after `cause`'s change point: its onset comes after that
+    one's, and its onset interval does not reach back before the start of that one's (a signal whose own
+    change could have come first - a straight rise dated anywhere in a wide interval - is not its
+    consequence)."""
+    return f.layer != cause.layer and cause.onset < f.onset and cause.onset_interval[0] <= f.onset_interval[0]
+
+
 def _root(findings: list[Finding]) -> Finding | None:
     """The finding the run's trouble starts from, by time: among failing findings (else warnings) that no
     other rule explains as its consequence, the one whose onset comes first; where other such findings'
     onset intervals overlap its interval, the one of the shallowest layer among them (seed 000's layer
-    order breaks ties only when time cannot)."""
+    order breaks ties only when time cannot).  A finding whose signal moved only at or after the change
+    point of another layer's finding (_moved_after) is that one's consequence, within its interval too
+    (truncation that jumps as the policy collapses is the collapse's, not an earlier layer-1 cause)."""
     causes = [f for f in findings if not (f.explained_by or "").startswith("L")]
     for severity in ("fail", "warn"):
         ranked = [f for f in causes if f.severity == severity]
+        ranked = [f for f in ranked if not any(_moved_after(f, g) for g in ranked)] or ranked
         if ranked:
             first = min(ranked, key=lambda f: (f.onset, f.layer))
             low, high = first.onset_interval
@@ -221,7 +235,8 @@ def _root(findings: list[Finding]) -> Finding | None:
 
 def _mark_downstream(findings: list[Finding], root: Finding | None) -> list[Finding]:
     """Findings outside the root's layer are read as after it: deeper layers (a layer's failure makes
-    every layer under it suspect) and shallower ones whose onset comes after the root's interval."""
+    every layer under it suspect) and shallower ones whose onset comes after the root's interval, or that
+    moved only after its change point (_moved_after)."""
     if root is None:
         return findings
     out = []
@@ -231,6 +246,10 @@ def _mark_downstream(findings: list[Finding], root: Finding | None) -> list[Find
             reason = f"below the root layer {root.layer}"
         elif f.layer < root.layer and f.onset_interval[0] > root.onset_interval[1]:
             reason = f"began at step {f.onset}, after {root.rule} (from step {root.onset})"
+        elif f.layer < root.layer and _moved_after(f, root):
+            low, high = root.onset_interval
+            reason = (f"began at step {f.onset}, after the change point of {root.rule} (step {root.onset}, "
+                      f"95% interval {low}-{high})")
         out.append(replace(f, downstream=True, downstream_reason=reason) if reason else f)
     return out
 

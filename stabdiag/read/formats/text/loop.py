@@ -215,35 +215,187 @@ def _snake(name: str) -> str:
     return re.sub(r"[\s\-]+", "_", name.strip()).lower()
 
 
+def _parse_line(number: int, segment: str) -> tuple[_Line | None, bool]:
+    """One line read from scratch: its pairs (None when it has none) and whether it had a step counter
+    and named a metric but gave no readable metric value."""
+    body = _console.strip_prefix(segment)
+    counter = _counter(body)
+    rest = body
+    for start, end in sorted(set(counter.spans), reverse=True):
+        rest = rest[:start] + " | " + rest[end:]
+    try:
+        printed, explicit = _pairs(rest)
+    except (ValueError, OverflowError):
+        printed, explicit = {}, False
+    pairs, names = {}, {}
+    for name, (value, written) in printed.items():
+        key = _snake(name)
+        if key not in _COUNTER_KEYS:
+            pairs[key], names[key] = value, name
+            explicit &= written
+    line = _Line(number, counter, pairs, names, explicit) if pairs else None
+    # `step 10 ... lr=[0.0003]`, `loss: tensor(2.5, ...)`
+    unreadable = counter.step is not None and not any(map(is_metric_key, pairs)) and _names_a_metric(rest)
+    return line, unreadable
+
+
 @functools.lru_cache(maxsize=1)
 def _parse(text: str) -> tuple[list[_Line], list[int]]:
     """Every line with readable pairs, and the numbers of lines that had a step counter and named a
-    metric but gave no readable metric value.  Kept for the next call: a file is sniffed (its head, often
-    the whole file) before it is read, and the result is never changed by its users."""
+    metric but gave no readable metric value.  A loop prints the same few templates over and over, so
+    each template's first lines are read from scratch and the rest by where its numbers sit
+    (_Templates).  Kept for the next call: a file is sniffed (its head, often the whole file) before it
+    is read, and the result is never changed by its users."""
     lines, unreadable = [], []
+    templates = _Templates()
     for number, segment in _console.segments(text):
-        if len(segment) > _MAX_LINE or not any(c.isdigit() for c in segment):
-            continue                          # prose, a sample dump or a config echo: no record
-        body = _console.strip_prefix(segment)
-        counter = _counter(body)
-        rest = body
-        for start, end in sorted(set(counter.spans), reverse=True):
-            rest = rest[:start] + " | " + rest[end:]
-        try:
-            printed, explicit = _pairs(rest)
-        except (ValueError, OverflowError):
-            printed, explicit = {}, False
-        pairs, names = {}, {}
-        for name, (value, written) in printed.items():
-            key = _snake(name)
-            if key not in _COUNTER_KEYS:
-                pairs[key], names[key] = value, name
-                explicit &= written
-        if pairs:
-            lines.append(_Line(number, counter, pairs, names, explicit))
-        if counter.step is not None and not any(map(is_metric_key, pairs)) and _names_a_metric(rest):
-            unreadable.append(number)         # `step 10 ... lr=[0.0003]`, `loss: tensor(2.5, ...)`
+        if len(segment) > _MAX_LINE:
+            continue                          # a sample dump or a config echo: no record
+        line, no_value = templates.read(number, segment)
+        if line is not None:
+            lines.append(line)
+        if no_value:
+            unreadable.append(number)
     return lines, unreadable
+
+
+# a number where a line's template has a slot: not inside a name (`top5_acc`, `math500`), signed, with a
+# fraction and an exponent; a thousands comma splits it in two, which no plan maps (read from scratch)
+_SLOT = re.compile(r"(?<![\w.])([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+_DIGIT = re.compile(r"\d")
+_SLOW = "slow"                    # a template whose lines are always read from scratch
+_VERIFY_EVERY = 256               # a planned template's lines are also read from scratch this often
+_TRIES = 3                        # pairs of lines a template's plan is looked for in before it is read slowly
+
+
+@dataclass
+class _Plan:
+    """Where a template's numbers go: each counter field and pair value as the index of a slot (or, for a
+    value no slot holds - nan, inf - a constant), and what is the same on every line of it."""
+
+    counter: dict[str, int]                          # step / total / outer / epoch_only -> slot
+    constants: dict[str, object]                     # kind, outer_kind (and None fields)
+    values: list[tuple[str, int | float]]           # (key, slot) or (key, constant), in printed order
+    printed: dict[str, str]
+    explicit: bool
+    unreadable: bool
+    empty: bool                                      # the template's lines hold no pairs
+    seen: int = 0
+
+
+class _Templates:
+    """Lines read by template: a line's numbers are cut out (_SLOT), the rest is its template.  The first
+    two lines of a template are read from scratch; where every number the reading found sits in one slot
+    on both, later lines take their numbers from those slots, and every _VERIFY_EVERY-th is read from
+    scratch again and compared.  A template whose numbers cannot be placed, or whose check fails, is
+    read from scratch for the rest of the file: the plan only ever saves time, never changes a reading."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, ...], object] = {}
+
+    def read(self, number: int, segment: str) -> tuple[_Line | None, bool]:
+        parts = _SLOT.split(segment)
+        if len(parts) == 1:
+            if not _DIGIT.search(segment):
+                return None, False            # prose: no record
+            return _parse_line(number, segment)
+        key = tuple(parts[0::2])
+        slots = parts[1::2]
+        state = self._known.get(key)
+        if state is _SLOW:
+            return _parse_line(number, segment)
+        if isinstance(state, _Plan):
+            state.seen += 1
+            if state.seen % _VERIFY_EVERY:
+                return _apply(state, number, slots)
+            done = _parse_line(number, segment)
+            if not _same(done, _apply(state, number, slots)):
+                self._known[key] = _SLOW
+            return done
+        done = _parse_line(number, segment)
+        if state is None:
+            self._known[key] = (done, slots, 0)       # the first line: wait for a second
+        else:
+            first, first_slots, tries = state
+            plan = _plan(first, first_slots, done, slots)
+            if plan is not None:
+                self._known[key] = plan
+            else:                                     # two values that happened to be equal: try the next
+                self._known[key] = (done, slots, tries + 1) if tries < _TRIES else _SLOW
+        return done
+
+
+def _plan(first: tuple[_Line | None, bool], first_slots: list[str],
+          second: tuple[_Line | None, bool], second_slots: list[str]) -> _Plan | None:
+    """The plan two lines of one template agree on, or None where a number has no single slot."""
+    (line1, bad1), (line2, bad2) = first, second
+    if bad1 != bad2 or (line1 is None) != (line2 is None):
+        return None
+    if line1 is None:
+        return _Plan({}, {}, [], {}, False, bad1, True)
+    c1, c2 = line1.counter, line2.counter
+    if any(_SLOT.search(name) for name in line1.printed.values()):
+        return None                                     # a number inside a name: names would move with it
+    if (c1.kind, c1.outer_kind, line1.explicit, list(line1.pairs), line1.printed) != \
+            (c2.kind, c2.outer_kind, line2.explicit, list(line2.pairs), line2.printed):
+        return None
+    counter, constants = {}, {"kind": c1.kind, "outer_kind": c1.outer_kind}
+    for name in ("step", "total", "outer", "epoch_only"):
+        v1, v2 = getattr(c1, name), getattr(c2, name)
+        if v1 is None or v2 is None:
+            if v1 is not None or v2 is not None:
+                return None
+            constants[name] = None
+            continue
+        slot = _one_slot(first_slots, second_slots, v1, v2, _slot_int)
+        if slot is None:
+            return None
+        counter[name] = slot
+    values: list[tuple[str, int | float]] = []
+    for name, v1 in line1.pairs.items():
+        v2 = line2.pairs[name]
+        if v1 != v1 or abs(v1) == float("inf"):                  # nan, inf: written, not a slot
+            if not (v2 != v2 and v1 != v1) and v2 != v1:
+                return None
+            values.append((name, v1 if v1 == v1 else float("nan")))
+            continue
+        slot = _one_slot(first_slots, second_slots, v1, v2, _common.number)
+        if slot is None:
+            return None
+        values.append((name, slot))
+    return _Plan(counter, constants, values, line1.printed, line1.explicit, bad1, False)
+
+
+def _slot_int(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+def _one_slot(first: list[str], second: list[str], v1, v2, read) -> int | None:
+    hits = [i for i, (a, b) in enumerate(zip(first, second)) if read(a) == v1 and read(b) == v2]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _apply(plan: _Plan, number: int, slots: list[str]) -> tuple[_Line | None, bool]:
+    if plan.empty:
+        return None, plan.unreadable
+    counter = _Counter(kind=plan.constants["kind"], outer_kind=plan.constants["outer_kind"])
+    for name, slot in plan.counter.items():
+        setattr(counter, name, int(slots[slot]))
+    # a slot is a plain decimal number, which float() reads as _common.number would
+    pairs = {name: float(slots[where]) if type(where) is int else where for name, where in plan.values}
+    return _Line(number, counter, pairs, dict(plan.printed), plan.explicit), plan.unreadable
+
+
+def _same(a: tuple[_Line | None, bool], b: tuple[_Line | None, bool]) -> bool:
+    (la, ua), (lb, ub) = a, b
+    if ua != ub or (la is None) != (lb is None):
+        return False
+    if la is None:
+        return True
+    fields = ("step", "total", "outer", "outer_kind", "epoch_only", "kind")
+    return (all(getattr(la.counter, f) == getattr(lb.counter, f) for f in fields)
+            and la.printed == lb.printed and la.explicit == lb.explicit and list(la.pairs) == list(lb.pairs)
+            and all(x == y or (x != x and y != y) for x, y in zip(la.pairs.values(), lb.pairs.values())))
 
 
 def _stepped(lines: list[_Line]) -> list[_Line]:

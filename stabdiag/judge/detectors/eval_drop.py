@@ -19,7 +19,7 @@ import numpy as np
 from ..stats.change import CLEAN, FINDING, Reading, change_between, windows
 from ..stats.evidence import _granularity, family_z, hinge_onset  # the success rate's samples a point (granularity)
 from ..stats.noise import estimate_noise
-from ._base import Curve, Evidence, NotJudged
+from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 # an eval whose name says lower is better (an error rate, a distance) falls when it improves: not read
 _LOWER_IS_BETTER = re.compile(r"err|\bwer\b|\bcer\b|mse|mae|distance|loss|perplexity|ppl", re.IGNORECASE)
@@ -68,8 +68,13 @@ def drop_below_start(evals: list[Curve], reward: Curve | None = None, loss: Curv
             # ruled out, or not ruled out but not leaning that way either (its estimate under the size): an
             # eval scored on a few dozen items cannot rule out a tenth of its level from one start point, and
             # only one whose estimate is such a drop makes the rule too noisy to tell (as an eval that leans
-            # toward following does in trend_divergence)
-            judged = True
+            # toward following does in trend_divergence).  Judged clean only on enough points: a drop would
+            # be found on fewer, its absence is no clean bill there (the house rule of _base.MIN_CLEAN_POINTS)
+            if len(c.values) >= MIN_CLEAN_POINTS:
+                judged = True
+            else:
+                unread.append(f"{c.signal} has {len(c.values)} point(s) and no drop of {size:.3g} on them: "
+                              f"{MIN_CLEAN_POINTS} are needed to call that clean")
             continue
         said = f"{c.signal} {start_level:.3g} -> {end_level:.3g} (drop {drop.text()})"
         if decision != FINDING:

@@ -307,9 +307,11 @@ class _Templates:
         if isinstance(state, _Plan):
             state.seen += 1
             if state.seen % _VERIFY_EVERY:
-                return _apply(state, number, slots)
+                planned = _apply(state, number, slots)
+                return planned if planned is not None else _parse_line(number, segment)
             done = _parse_line(number, segment)
-            if not _same(done, _apply(state, number, slots)):
+            planned = _apply(state, number, slots)
+            if planned is not None and not _same(done, planned):
                 self._known[key] = _SLOW
             return done
         done = _parse_line(number, segment)
@@ -375,12 +377,17 @@ def _one_slot(first: list[str], second: list[str], v1, v2, read) -> int | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _apply(plan: _Plan, number: int, slots: list[str]) -> tuple[_Line | None, bool]:
+def _apply(plan: _Plan, number: int, slots: list[str]) -> tuple[_Line | None, bool] | None:
+    """The line as the plan reads it; None where a counter's slot holds no counter this time (`1.5`, a
+    sign, more digits than a counter has): that line is read from scratch."""
     if plan.empty:
         return None, plan.unreadable
     counter = _Counter(kind=plan.constants["kind"], outer_kind=plan.constants["outer_kind"])
     for name, slot in plan.counter.items():
-        setattr(counter, name, int(slots[slot]))
+        text = slots[slot]
+        if not (text.isdigit() and len(text) <= 12):
+            return None
+        setattr(counter, name, int(text))
     # a slot is a plain decimal number, which float() reads as _common.number would
     pairs = {name: float(slots[where]) if type(where) is int else where for name, where in plan.values}
     return _Line(number, counter, pairs, dict(plan.printed), plan.explicit), plan.unreadable

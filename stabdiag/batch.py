@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import ConfigError, StabdiagError
+from .judge.config import POOL_MAX_SERIAL_CORES, POOL_MIN_BYTES
 
 if TYPE_CHECKING:
     from .judge.diagnosis import Diagnosis
@@ -76,7 +77,8 @@ def check_many(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = No
                mapping: dict[str, str] | None = None, select: Sequence[str] | None = None,
                ignore: Sequence[str] | None = None, params: dict[str, dict[str, float]] | None = None,
                rules_dirs: Sequence[str] | None = None, guess: bool = True,
-               with_files: Sequence[str] = (), split_sources: bool = False, step_col: str | None = None,
+               with_files: Sequence[str] = (), split_sources: bool = False, one_run: bool | None = None,
+               split_files: bool | None = None, step_col: str | None = None,
                refresh: bool = False, gpus: int | None = None, gpu_hour_cost: float | None = None,
                settings=None, rules: tuple | None = None, trends: bool = False, draw: dict | None = None,
                progress: bool = False, debug: bool = False) -> Batch:
@@ -85,8 +87,10 @@ def check_many(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = No
     one run at a time, here).  The result does not depend on `jobs`.
 
     The rules: `mapping`, `select`, `ignore`, `params` (per rule id), `rules_dirs` and `guess` as for
-    `diagnose`; or `settings` and `rules` as `stabdiag.judge.config.resolve_settings` returns them (the
-    CLI's, config file included), not both.  `with_files` are series merged into every run (`--with`),
+    `diagnose`, and `one_run` / `split_files` (the logs side by side in one folder kept one run, or each
+    read as its own: see `stabdiag.read.assemble.discover_tree`); or `settings` and `rules` as
+    `stabdiag.judge.config.resolve_settings` returns them (the CLI's, config file included), not both.
+    `with_files` are series merged into every run (`--with`),
     `gpus` and `gpu_hour_cost` feed the cost estimate.  `trends` attaches the runs' sparkline trends (the
     terminal, Markdown and HTML reports draw them); `draw` (options of `report.terminal.render_run`) has
     each run's part of the terminal report drawn where it was judged.  `progress` shows the readers' bars
@@ -99,25 +103,28 @@ def check_many(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = No
     from .judge.config import parse_jobs
 
     if settings is None:
-        settings, rules = _settings(mapping, select, ignore, params, rules_dirs, guess)
-    elif rules is None or any(v is not None for v in (mapping, select, ignore, params, rules_dirs)):
+        settings, rules = _settings(mapping, select, ignore, params, rules_dirs, guess, one_run, split_files)
+    elif rules is None or any(v is not None for v in (mapping, select, ignore, params, rules_dirs, one_run,
+                                                      split_files)):
         raise ConfigError("check_many: give settings and rules together, without mapping, select, ignore, "
-                          "params or rules_dirs")
+                          "params, rules_dirs, one_run or split_files")
     workers = parse_jobs(jobs, "jobs") if jobs is not None else settings.jobs
     chosen = jobs is not None or "jobs" in settings.origin     # else a pool only where it pays
     job = _Job(tuple(rules), settings, {"step_col": step_col, "progress": progress, "refresh": refresh},
                trends=trends, cost={"gpus": gpus, "gpu_hour_cost": gpu_hour_cost}, debug=debug, drawing=draw)
+    grouping = {"split_sources": split_sources, "one_run": settings.one_run, "split_files": settings.split_files}
     return _check_runs([os.fspath(p) for p in paths], [os.fspath(w) for w in with_files], job,
-                       jobs=workers if chosen else None, cores=workers, split_sources=split_sources)
+                       jobs=workers if chosen else None, cores=workers, grouping=grouping)
 
 
-def _settings(mapping, select, ignore, params, rules_dirs, guess):
+def _settings(mapping, select, ignore, params, rules_dirs, guess, one_run, split_files):
     """Settings and rules from the library's arguments, checked as the CLI checks its flags."""
     from .judge.config import check_param, resolve_settings
 
     settings, rules = resolve_settings(None, {"select": list(select or ()), "ignore": list(ignore or ()),
                                               "rules": list(rules_dirs or ()), "no-guess": not guess,
-                                              "map": dict(mapping or {})})
+                                              "map": dict(mapping or {}), "one-run": bool(one_run),
+                                              "split-files": bool(split_files)})
     checked: dict[str, dict[str, float]] = {}
     for rule_id, values in (params or {}).items():
         for name, value in values.items():
@@ -277,17 +284,11 @@ def _runs_progress(enabled: bool, total: int):
     return RunsProgress(enabled and sys.stderr.isatty(), total, "runs")
 
 
-# A pool costs its start (each worker imports numpy and stabdiag: ~0.5 s on 2 cores) and the parent's
-# share of a core; measured on 2 busy cores, the 100 small runs of ../shared/real_healthy + real_logs
-# (28 MB) took 4.8-5.1 s with -j 1 and 5.7-7.3 s with -j 2.  Unless --jobs or the config says how many,
-# a pool is used only with more than 2 cores and more input than this (a few seconds of serial work).
-POOL_MIN_BYTES = 64 << 20
-
-
 def default_workers(cores: int, tasks: list) -> int:
     """The worker processes a check uses when nobody chose: 1 on 2 cores or fewer, or for a tree whose
-    files are small; else the usable cores.  Online runs and folders (an MLflow store) count as large."""
-    if cores <= 2:
+    files are small (under POOL_MIN_BYTES, measured in stabdiag.judge.config); else the usable cores.
+    Online runs and folders (an MLflow store) count as large."""
+    if cores <= POOL_MAX_SERIAL_CORES:
         return 1
     total = 0
     for task in tasks:
@@ -435,10 +436,11 @@ def _with_lost(outcome: _Outcome, lost: tuple[str, ...]) -> _Outcome:
     return outcome._replace(warnings=outcome.warnings + lost, diagnosis=diag, drawn=None)   # drawn again
 
 
-def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int | None, split_sources: bool,
+def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int | None, grouping: dict,
                 cores: int = 1) -> Batch:
     """Every run under `paths` checked with up to `jobs` worker processes (None: `default_workers` of the
-    `cores`), in order; what is said, and which error ends the check, are the same for any number of jobs."""
+    `cores`), in order; what is said, and which error ends the check, are the same for any number of jobs.
+    `grouping`: split_sources, one_run and split_files, as `discover_tree` takes them."""
     from .errors import InputError
     from .read.assemble import discover_tree
 
@@ -446,7 +448,7 @@ def _check_runs(paths: list[str], with_files: list[str], job: _Job, *, jobs: int
     unread: list = []
     for source in paths:            # a path that cannot be read is named; any other error ends the check
         try:
-            runs, missed = discover_tree(source, split_sources=split_sources)
+            runs, missed = discover_tree(source, **grouping)
             found.append(runs)
             unread.append(missed)
         except Exception as exc:    # noqa: BLE001 - ends the check in its turn (`_replay`)

@@ -107,12 +107,13 @@ def test_select_and_ignore():
 
 
 def test_map_overrides_the_alias_table(tmp_path):
-    (tmp_path / "m.csv").write_text("step,my_loss\n" + "".join(f"{s},1.0\n" for s in range(1, 50)) + "50,nan\n")
+    # (a name no pattern reads: `my_loss` would be guessed as the loss, issue 44 item 8)
+    (tmp_path / "m.csv").write_text("step,my_objective\n" + "".join(f"{s},1.0\n" for s in range(1, 50)) + "50,nan\n")
     # nothing it knows is never a pass
     assert json.loads(invoke("check", str(tmp_path), "--format", "json").stdout)["runs"][0]["verdict"] == "unknown"
-    result = invoke("check", str(tmp_path), "--format", "json", "--map", "loss=my_loss")
+    result = invoke("check", str(tmp_path), "--format", "json", "--map", "loss=my_objective")
     run = json.loads(result.stdout)["runs"][0]
-    assert run["signals"]["loss"] == "my_loss" and run["root_layer"] == 3
+    assert run["signals"]["loss"] == "my_objective" and run["root_layer"] == 3
 
 
 def test_with_merges_extra_series(tmp_path):

@@ -42,32 +42,6 @@ def test_the_trend_interval_covers_a_zero_trend_about_95_percent_of_the_time_und
     assert misses / 300 < 0.09, misses
 
 
-def test_mann_kendall_reads_a_monotone_s_as_sure_and_independent_noise_as_a_trend_about_alpha_of_the_time():
-    """Eight points climbing in an S: all 28 pairs rise, S = 28, z = 27 / sqrt(8 x 7 x 21 / 18) = 3.34 (an
-    order that independent noise takes once in 8! = 40,320); under independent noise z >= 2 about 2.3% of
-    the time (statistical, 2,000 seeds of 8 and of 60 points)."""
-    s_curve = np.array([0.231, 0.254, 0.303, 0.353, 0.373, 0.415, 0.421, 0.437])
-    assert ev.mann_kendall_z(s_curve) == pytest.approx(27 / math.sqrt(8 * 7 * 21 / 18))
-    assert ev.mann_kendall_z(s_curve[::-1]) == pytest.approx(-27 / math.sqrt(8 * 7 * 21 / 18))
-    assert ev.mann_kendall_z(np.full(8, 0.4)) == 0.0
-    rng = np.random.default_rng(3)
-    for n in (8, 60):
-        rate = np.mean([ev.mann_kendall_z(rng.normal(0, 1, n)) >= 2.0 for _ in range(2000)])
-        assert 0.01 < rate < 0.04, (n, rate)
-
-
-def test_a_rank_shift_between_two_edges_needs_ten_points_a_side_to_reach_three_sds():
-    """Mann-Whitney with every later point above every earlier one: 6 against 6 reads z 2.80 at most (a
-    60-step run's edges cannot confirm a rise alone), 10 against 10 reads 3.74; under independent noise
-    z >= 3 about 0.13% of the time (statistical, 4,000 seeds of 20 against 20)."""
-    assert ev.rank_shift_z(np.arange(6), np.arange(6) + 10) == pytest.approx(17.5 / math.sqrt(36 * 13 / 12))
-    assert ev.rank_shift_z(np.arange(10), np.arange(10) + 10) == pytest.approx(49.5 / math.sqrt(100 * 21 / 12))
-    assert ev.rank_shift_z(np.arange(10) + 10, np.arange(10)) < -3
-    rng = np.random.default_rng(5)
-    rate = np.mean([ev.rank_shift_z(rng.normal(0, 1, 20), rng.normal(0, 1, 20)) >= 3.0 for _ in range(4000)])
-    assert rate < 0.005, rate
-
-
 def test_evidence_grows_with_the_number_of_points():
     """The same rise under the same per-point noise: z grows about as the square root of the points, where
     a rise measured in per-point noise sds stays put."""

@@ -102,8 +102,8 @@ def test_version_answers_before_the_cli_is_built(tmp_path):
     found = imported(["--version"], ("typer", "click", "rich", "stabdiag.cli._app"), tmp_path)
     assert not found, "--version imported " + explain(found)
     path = small_csv(tmp_path)
-    others = ("stabdiag.cli.plot", "stabdiag.cli.signals", "stabdiag.cli.watch", "stabdiag.cli.rules",
-              "stabdiag.cli.methods", "stabdiag.probe")
+    others = ("stabdiag.cli.plot", "stabdiag.cli.signals", "stabdiag.cli.samples", "stabdiag.cli.watch",
+              "stabdiag.cli.rules", "stabdiag.cli.methods", "stabdiag.probe")
     found = imported(["check", str(path)], others, tmp_path)
     assert not found, "check imported " + explain(found)
 
@@ -113,7 +113,8 @@ def test_version_answers_before_the_cli_is_built(tmp_path):
 # checklist comes from its cache, and a pyproject.toml with no [tool.stabdiag] is not parsed), rich's emoji
 # table.
 NOT_FOR_A_CSV = ("stabdiag.read.formats.text", "stabdiag.read.formats.trainer_state", "stabdiag.read.ending.console",
-                 "sqlite3", "html.parser", "tomllib", "rich._emoji_codes", "stabdiag.advise.nightly")
+                 "sqlite3", "html.parser", "tomllib", "rich._emoji_codes", "stabdiag.advise.nightly",
+                 "stabdiag.read.samples", "stabdiag.advise.samples")
 
 
 def test_check_of_a_small_csv_reads_no_other_format_code(tmp_path):

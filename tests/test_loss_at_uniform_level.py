@@ -74,3 +74,49 @@ def test_a_real_trainer_run_that_never_updates_stays_at_ln_vocab_and_fails_layer
     [run] = json.loads(result.stdout)["runs"]
     assert "L3.loss-at-uniform-level" not in [f["rule"] for f in run["findings"]]
     assert "L3.loss-at-uniform-level" not in [u["rule"] for u in run["unknown"]]     # judged, and clean
+
+
+# A GPT-2-vocabulary model (50,257 tokens, as openai-community/gpt2's config.json) trained by the real
+# Trainer with no update reaching the weights, its output directory holding trainer_state.json alone: no
+# config.json beside it (save_model not called), so V must come from the common vocabularies.
+_TRAIN_GPT2_VOCAB = textwrap.dedent("""\
+    import sys
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+    out, lr = sys.argv[1], float(sys.argv[2])
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50257, n_embd=16, n_layer=1, n_head=2, n_positions=16,
+                                       initializer_range=0.002))
+    ids = torch.randint(0, 50257, (256, 12), generator=torch.Generator().manual_seed(0))
+    # the first label masked: no token predicts it, and Trainer divides the summed loss by the labels it counts
+    rows = [{"input_ids": row, "labels": torch.cat([torch.tensor([-100]), row[1:]])} for row in ids]
+    args = TrainingArguments(output_dir=out, max_steps=40, per_device_train_batch_size=8, learning_rate=lr,
+                             lr_scheduler_type="constant", logging_steps=2, save_strategy="no", report_to="none",
+                             use_cpu=True, disable_tqdm=True, seed=0)
+    trainer = Trainer(model=model, args=args, train_dataset=rows)
+    trainer.train()
+    trainer.save_state()                # trainer_state.json; no save_model: no config.json beside it
+    """)
+
+
+@pytest.mark.torch
+@pytest.mark.slow          # ~10 s: one real Trainer run in a subprocess
+def test_a_real_run_without_a_config_stuck_at_gpt2s_ln_vocab_warns_quoting_the_vocabulary(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    out = tmp_path / "no_config"
+    script = tmp_path / "train_gpt2_vocab.py"
+    script.write_text(_TRAIN_GPT2_VOCAB)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(script), str(out), "0.0"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (out / "config.json").exists()
+    result = cli("check", str(out), "--format", "json")
+    [run] = json.loads(result.stdout)["runs"]
+    [finding] = [f for f in run["findings"] if f["rule"] == "L3.loss-at-uniform-level"]
+    assert finding["severity"] == "warn" and finding["evidence"]["vocab"] == 50257
+    assert "GPT-2's vocabulary" in finding["message"] and "ln(50257)" in finding["message"]

@@ -16,7 +16,6 @@ from ..signals.resolve import Signals
 from .cost import estimate
 from .forecast import forecasts
 from .methods import active_methods, advice
-from .samples import sample_evidence
 
 
 def advise(run: Run, signals: Signals, diagnosis: Diagnosis, params: dict, *, gpus: int | None = None,
@@ -30,8 +29,19 @@ def advise(run: Run, signals: Signals, diagnosis: Diagnosis, params: dict, *, gp
     return replace(diagnosis,
                    cost=estimate(run, signals, list(diagnosis.findings), root, gpus=gpus, gpu_hour_cost=gpu_hour_cost),
                    forecasts=tuple(forecasts(signals, params, diagnosis.ending)), methods=active,
-                   methods_advice=advice(root, list(active), has_config=_has_training_config(run)),
-                   samples=sample_evidence(run, diagnosis))
+                   methods_advice=advice(root, list(active), has_config=_has_training_config(run),
+                                         kind=signals.kind),
+                   samples=_sample_evidence(run, diagnosis))
+
+
+def _sample_evidence(run: Run, diagnosis: Diagnosis):
+    """What the run's logged samples show (None for a run that logged none); the forensics load only for
+    a run that has samples: a check of a metrics CSV never pays for them."""
+    if getattr(run, "samples", None) is None:
+        return None
+    from .samples import sample_evidence
+
+    return sample_evidence(run, diagnosis)
 
 
 def advisor(*, gpus: int | None = None, gpu_hour_cost: float | None = None):

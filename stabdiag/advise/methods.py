@@ -30,6 +30,7 @@ class Method:
     config: tuple[tuple[str, str, tuple[str, str] | None], ...]   # (key, condition, (key, condition) also needed)
     metrics: tuple[str, ...]
     source: str
+    kinds: tuple[str, ...] = ("rl", "sft")    # the kinds of run it exists for (RL, SFT / pretraining)
 
     def explain(self, questions: tuple[str, ...], note: str) -> str:
         keys = "; ".join(f"{k} {c}" + (f" and {r[0]} {r[1]}" if r else "") for k, c, r in self.config) or "none"
@@ -37,6 +38,7 @@ class Method:
                  f"layer {self.layer} ({LAYER_NAMES[self.layer]})",
                  f"Changes          {self.changes}",
                  f"On when          {keys}" + (f"; or logs {', '.join(self.metrics)}" if self.metrics else ""),
+                 f"For              {_kinds_text(self.kinds)}",
                  f"Source           {self.source}",
                  "Placing a method: ask three questions"]
         lines += [f"  {i}. {q}" for i, q in enumerate(questions, 1)]
@@ -90,7 +92,7 @@ def methods_map() -> MethodsMap:
                            tuple((c["key"], c["when"], (c["requires"]["key"], c["requires"]["when"])
                                   if "requires" in c else None) for c in m.get("config", [])),
                            tuple(m.get("metrics", [])),
-                           m["source"]) for m in data["method"])
+                           m["source"], tuple(m.get("kinds", ("rl", "sft")))) for m in data["method"])
     placement = data.get("placement", {})
     return MethodsMap(methods, tuple(placement.get("questions", ())), placement.get("note", ""))
 
@@ -176,15 +178,17 @@ def active_methods(config: dict | None, keys: list[str], table: MethodsMap | Non
 
 
 def advice(root_layer: int | None, active: list[ActiveMethod], table: MethodsMap | None = None, *,
-           has_config: bool = True) -> str | None:
+           has_config: bool = True, kind: str = "rl") -> str | None:
     """For the root layer: the active methods that act on it, those that act below it, and what from the
-    map would act on it."""
+    map would act on it for a run of this `kind` ("rl", or "sft" for SFT / pretraining: no dynamic
+    sampling or KL penalty for a run without rollouts)."""
     if root_layer is None:
         return None
     table = table or methods_map()
     on_root = [m for m in active if m.layer == root_layer]
     below = [m for m in active if m.layer > root_layer]
-    would = [m.name for m in table.methods if m.layer == root_layer and m.name not in {a.name for a in active}]
+    would = [m.name for m in table.methods if m.layer == root_layer and kind in m.kinds
+             and m.name not in {a.name for a in active}]
     parts = [f"root layer {root_layer}"]
     if active:
         parts.append("active: " + ", ".join(m.label() for m in active))
@@ -200,3 +204,8 @@ def advice(root_layer: int | None, active: list[ActiveMethod], table: MethodsMap
     if would:
         parts.append(f"acting on layer {root_layer}: {', '.join(would)}")
     return "; ".join(parts)
+
+
+def _kinds_text(kinds: tuple[str, ...]) -> str:
+    names = {"rl": "RL runs", "sft": "SFT and pretraining runs"}
+    return " and ".join(names.get(k, k) for k in kinds) + (" only" if len(kinds) == 1 else "")

@@ -1,11 +1,11 @@
 """The `stabdiag` command: thin — parse options, call the library, pick a reporter, set the exit code.
 
-One module per command (check, plot, signals, schema, watch, rules, methods; probe's app is
+One module per command (check, plot, signals, samples, schema, watch, rules, methods; probe's app is
 stabdiag/probe/cli.py, mounted), each a face over the library: options in, a library call, a reporter,
 an exit code.  Beside them: `_app` (the typer app, and the one-command app a start builds), `_typer`
 (what typer needs to start fast and read well), `_guard` (errors, exit codes, what is said on stderr),
-`_settings` (config file < flags) and `_files` (runs read for plot and signals, outputs that must not
-replace an input).
+`_settings` (config file < flags, the help the judging commands share), `_files` (runs read for plot and
+signals, outputs that must not replace an input) and `_screen` (the terminal's width and colour).
 
 Exit codes (as pytest's): 0 nothing at or above --fail-on, 1 something is, 2 a usage, input, config or
 rule error, 3 a run nothing could be judged on (--allow-unknown: 0).  --debug adds tracebacks, never

@@ -11,7 +11,7 @@ import typer
 from ._typer import HELP, Command, Group
 
 # Each command is the function of the same name in the module of the same name, in the order the help lists them.
-COMMANDS = ("check", "plot", "signals", "schema", "watch")
+COMMANDS = ("check", "plot", "signals", "samples", "schema", "watch")
 PROBE_HELP = "Recompute logprobs with the training-side model and measure rollout-vs-training drift."
 
 

@@ -8,11 +8,13 @@ from ._guard import say
 
 
 def load_runs(paths: list[str], with_files: list[str], step_col: Optional[str], progress: bool,
-              refresh: bool, split_sources: bool = False):
+              refresh: bool, split_sources: bool = False, settings=None):
+    """The runs under `paths`, grouped as `settings` say (one-run / split-files), each warning said."""
     from ..read.assemble import load
 
     options = {"step_col": step_col, "progress": progress, "refresh": refresh}
-    runs = load(paths, split_sources=split_sources, **options)
+    grouping = {"one_run": settings.one_run, "split_files": settings.split_files} if settings is not None else {}
+    runs = load(paths, split_sources=split_sources, **grouping, **options)
     for run in runs:
         for warning in run.warnings:
             say(f"warning: {run.name}: {warning}")

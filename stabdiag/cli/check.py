@@ -2,8 +2,6 @@
 one per -o FILE (stabdiag.report), and the exit code the verdicts give."""
 
 # No `from __future__ import annotations`: typer reads the annotations at each start (see _typer.py).
-import os
-import shutil
 import sys
 import warnings
 from typing import Optional
@@ -12,9 +10,18 @@ import typer
 
 from ..errors import ConfigError
 from ..report import FORMATS
+from . import _screen as screen
 from ._files import diagnose_all, load_runs, refuse_to_overwrite, write
 from ._guard import Exit, choice, guarded, say
-from ._settings import ISOLATED_HELP, NO_GUESS_HELP, SPLIT_SOURCES_HELP, settings_for
+from ._settings import (
+    ISOLATED_HELP,
+    NO_GUESS_HELP,
+    ONE_RUN_HELP,
+    SPLIT_FILES_HELP,
+    SPLIT_SOURCES_HELP,
+    STEP_COL_HELP,
+    settings_for,
+)
 
 FAIL_ON = ("warn", "fail")
 
@@ -62,9 +69,11 @@ def check(
     isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
     show_settings: bool = typer.Option(False, "--show-settings", help="Print the resolved settings and "
                                                                       "where each came from, then exit."),
-    step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    step_col: Optional[str] = typer.Option(None, "--step-col", help=STEP_COL_HELP),
     refresh: bool = typer.Option(False, "--refresh", help="Refetch online runs instead of using the cache."),
     split_sources: bool = typer.Option(False, "--split-sources", help=SPLIT_SOURCES_HELP),
+    one_run: bool = typer.Option(False, "--one-run", help=ONE_RUN_HELP),
+    split_files: bool = typer.Option(False, "--split-files", help=SPLIT_FILES_HELP),
     allow_unknown: bool = typer.Option(False, "--allow-unknown", help="Exit 0 for a run nothing could be "
                                                                       "judged on (default: such a run exits 3)."),
     no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
@@ -108,7 +117,8 @@ def check(
         settings, rules = settings_for(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
                                                        "fail-on": fail_on, "allow-unknown": allow_unknown,
                                                        "no-guess": no_guess, "map": mapping, "param": params,
-                                                       "jobs": workers}, isolated)
+                                                       "jobs": workers, "one-run": one_run,
+                                                       "split-files": split_files}, isolated)
         if show_settings:
             sys.stdout.write(settings.show())
             return
@@ -116,7 +126,7 @@ def check(
             raise ConfigError("--verbose and --quiet: give one of them")
         view = "full" if verbose else "quiet" if quiet else "auto"
         terminal = fmt == "terminal"
-        color, width = _color(color_when), _width()
+        color, width = screen.color(color_when), screen.width()
         if since or any(tags) or state or any("://" in str(p) for p in paths):
             from ..advise import nightly
 
@@ -177,27 +187,7 @@ def said(batch):
 
 
 def _baseline(path: str, with_files: list[str], step_col: Optional[str], rules, settings):
-    runs = load_runs([path], with_files, step_col, progress=False, refresh=False)
+    runs = load_runs([path], with_files, step_col, progress=False, refresh=False, settings=settings)
     if len(runs) != 1:
         raise ConfigError(f"--baseline {path}: expected one run; found {len(runs)}")
     return diagnose_all(runs, rules, settings)[0]
-
-
-def _color(when: str) -> bool:
-    """--color always|never, or auto: FORCE_COLOR (set, not 0) forces it, NO_COLOR (set) stops it, else
-    colour exactly when stdout is a terminal (https://no-color.org, https://force-color.org)."""
-    choice("--color", when, ("auto", "always", "never"))
-    if when != "auto":
-        return when == "always"
-    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
-        return True
-    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
-
-
-def _width() -> int:
-    """The report's width: COLUMNS when set (as a terminal or a CI job sets it), else the terminal's,
-    else 100 (a pipe or a file)."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) >= 40:
-        return int(columns)
-    return shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100

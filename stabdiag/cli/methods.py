@@ -27,7 +27,7 @@ def methods_list(ctx: typer.Context,
         table = methods_map()
         if fmt == "json":
             print(json.dumps([{"name": m.name, "layer": m.layer, "component": m.component, "changes": m.changes,
-                               "source": m.source} for m in table.methods], indent=2))
+                               "kinds": list(m.kinds), "source": m.source} for m in table.methods], indent=2))
             return
         width = max(len(m.name) for m in table.methods)
         for layer in (1, 2, 3, 4):

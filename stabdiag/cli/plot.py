@@ -8,7 +8,15 @@ import typer
 from ..errors import ConfigError
 from ._files import diagnose_all, load_runs, refuse_to_overwrite
 from ._guard import choice, guarded
-from ._settings import ISOLATED_HELP, NO_GUESS_HELP, SPLIT_SOURCES_HELP, settings_for
+from ._settings import (
+    ISOLATED_HELP,
+    NO_GUESS_HELP,
+    ONE_RUN_HELP,
+    SPLIT_FILES_HELP,
+    SPLIT_SOURCES_HELP,
+    STEP_COL_HELP,
+    settings_for,
+)
 
 
 def plot(
@@ -24,8 +32,10 @@ def plot(
     rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
     config: Optional[str] = typer.Option(None, "--config", help="Config file instead of the one found."),
     isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
-    step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    step_col: Optional[str] = typer.Option(None, "--step-col", help=STEP_COL_HELP),
     split_sources: bool = typer.Option(False, "--split-sources", help=SPLIT_SOURCES_HELP),
+    one_run: bool = typer.Option(False, "--one-run", help=ONE_RUN_HELP),
+    split_files: bool = typer.Option(False, "--split-files", help=SPLIT_FILES_HELP),
     no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
@@ -44,9 +54,10 @@ def plot(
         fmt = choice("--format", format, FORMATS) if format else (suffix if suffix in FORMATS else "png")
         refuse_to_overwrite("--output", output, [*paths, *with_files])
         settings, rules = settings_for(paths, config, {"select": select, "ignore": ignore, "rules": rules_dir,
-                                                       "no-guess": no_guess, "map": mapping, "param": params},
-                                       isolated)
-        runs = load_runs(paths, with_files, step_col, progress=False, refresh=False, split_sources=split_sources)
+                                                       "no-guess": no_guess, "map": mapping, "param": params,
+                                                       "one-run": one_run, "split-files": split_files}, isolated)
+        runs = load_runs(paths, with_files, step_col, progress=False, refresh=False, split_sources=split_sources,
+                         settings=settings)
         folder = output is not None and (Path(output).is_dir() or not suffix)
         if len(runs) > 1 and output is not None and not folder:
             raise ConfigError(f"-o {output}: the input holds {len(runs)} runs; give a folder to write one "

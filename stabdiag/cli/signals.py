@@ -8,15 +8,25 @@ import typer
 
 from ._files import load_runs
 from ._guard import choice, guarded
-from ._settings import ISOLATED_HELP, NO_GUESS_HELP, SPLIT_SOURCES_HELP, settings_for
+from ._settings import (
+    ISOLATED_HELP,
+    NO_GUESS_HELP,
+    ONE_RUN_HELP,
+    SPLIT_FILES_HELP,
+    SPLIT_SOURCES_HELP,
+    STEP_COL_HELP,
+    settings_for,
+)
 
 
 def signals(
     paths: list[str] = typer.Argument(..., help="Run files, directories or URIs."),
     format: str = typer.Option("text", "--format", "-f", help="text or json."),
     mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY overrides."),
-    step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    step_col: Optional[str] = typer.Option(None, "--step-col", help=STEP_COL_HELP),
     split_sources: bool = typer.Option(False, "--split-sources", help=SPLIT_SOURCES_HELP),
+    one_run: bool = typer.Option(False, "--one-run", help=ONE_RUN_HELP),
+    split_files: bool = typer.Option(False, "--split-files", help=SPLIT_FILES_HELP),
     no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
     isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
@@ -29,8 +39,11 @@ def signals(
 
         fmt = choice("--format", format, ("text", "json"))
         user_map = parse_mapping(mapping)
-        settings, _ = settings_for(paths, None, {"no-guess": no_guess}, isolated)   # the config file's no-guess too
-        runs = load_runs(paths, [], step_col, progress=fmt == "text", refresh=False, split_sources=split_sources)
+        # the config file's no-guess, one-run and split-files too
+        settings, _ = settings_for(paths, None, {"no-guess": no_guess, "one-run": one_run,
+                                                 "split-files": split_files}, isolated)
+        runs = load_runs(paths, [], step_col, progress=fmt == "text", refresh=False, split_sources=split_sources,
+                         settings=settings)
         resolved = [resolve_signals(r, user_map, guess=not settings.no_guess) for r in runs]
         sys.stdout.write(render_signals(resolved, fmt))
 

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ._guard import Exit, guarded
-from ._settings import ISOLATED_HELP, NO_GUESS_HELP, settings_for
+from ._settings import ISOLATED_HELP, NO_GUESS_HELP, ONE_RUN_HELP, SPLIT_FILES_HELP, STEP_COL_HELP, settings_for
 
 
 def watch(
@@ -29,7 +29,9 @@ def watch(
     clear_after: int = typer.Option(3, "--clear-after", metavar="N", min=1,
                                     help="Say a finding cleared only after N judgements in a row without it, over "
                                          "as many steps again as the run had when it was last seen (no flapping)."),
-    step_col: Optional[str] = typer.Option(None, "--step-col", help="Name of the step column."),
+    step_col: Optional[str] = typer.Option(None, "--step-col", help=STEP_COL_HELP),
+    one_run: bool = typer.Option(False, "--one-run", help=ONE_RUN_HELP),
+    split_files: bool = typer.Option(False, "--split-files", help=SPLIT_FILES_HELP),
     polling: bool = typer.Option(False, "--polling", help="Poll the files instead of using watchfiles."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
 ) -> None:
@@ -38,8 +40,8 @@ def watch(
         from ..live.watch.watcher import Watcher, settings_from_flags
 
         settings, rules = settings_for(paths, config, {"select": select, "ignore": ignore, "map": mapping,
-                                                       "param": params, "rules": rules_dir, "no-guess": no_guess},
-                                       isolated)
+                                                       "param": params, "rules": rules_dir, "no-guess": no_guess,
+                                                       "one-run": one_run, "split-files": split_files}, isolated)
         raise Exit(Watcher(paths, settings_from_flags(settings, rules, interval=interval, format=format,
                                                       exit_on=exit_on, on_alert=on_alert, step_col=step_col,
                                                       polling=polling, clear_after=clear_after)).run())

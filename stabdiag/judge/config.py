@@ -20,6 +20,9 @@ lie in the config file's folder or below it; others are named with --rules.
     [tool.stabdiag.params."L3.grad-norm-spike"]
     ratio_vs_ema = 10
 
+`one-run = true` keeps the logs side by side in one folder one run, `split-files = true` reads each as a run
+of its own (neither: stabdiag.read._peers decides, and says so in a note); give at most one of them.
+
 Lists (`select`, `ignore`, `rules`) given on the command line replace the file's; tables (`map`,
 `params`) are merged entry by entry, the flag's entry winning.  `jobs` (worker processes for a tree of
 runs) changes how fast a check runs, never what it says: --show-settings shows it, no report does.
@@ -36,14 +39,26 @@ from .. import _toml
 from ..errors import ConfigError, RuleError
 from .rules import Rule, get_rule
 
-KEYS = ("map", "select", "ignore", "params", "fail-on", "allow-unknown", "no-guess", "rules")
+KEYS = ("map", "select", "ignore", "params", "fail-on", "allow-unknown", "no-guess", "rules", "one-run",
+        "split-files")
 FAIL_ON = ("warn", "fail")
 DEFAULTS: dict[str, object] = {"map": {}, "select": (), "ignore": (), "params": {}, "fail-on": "fail",
-                               "allow-unknown": False, "no-guess": False, "rules": ()}
+                               "allow-unknown": False, "no-guess": False, "rules": (), "one-run": False,
+                               "split-files": False}
 FLAGS = {"map": "--map", "select": "--select", "ignore": "--ignore", "params": "--param",
          "fail-on": "--fail-on", "allow-unknown": "--allow-unknown", "no-guess": "--no-guess", "rules": "--rules",
-         "jobs": "--jobs"}
+         "jobs": "--jobs", "one-run": "--one-run", "split-files": "--split-files"}
 RUN_KEYS = ("jobs",)       # how a check runs, not what it says: in no report, so every --jobs reads the same
+BOOL_KEYS = ("allow-unknown", "no-guess", "one-run", "split-files")
+GROUPING = ("one-run", "split-files")   # how the logs side by side in one folder make runs: one choice, two keys
+
+# A pool costs its start (each worker imports numpy and stabdiag: ~0.5 s on 2 cores) and the parent's
+# share of a core; measured on 2 busy cores, the 100 small runs of ../shared/real_healthy + real_logs
+# (28 MB) took 4.8-5.1 s with -j 1 and 5.7-7.3 s with -j 2.  Unless --jobs or the config says how many,
+# a pool is used only with more cores than POOL_MAX_SERIAL_CORES and more input than POOL_MIN_BYTES (a
+# few seconds of serial work): stabdiag.batch.default_workers applies the rule, `Settings.show` says it.
+POOL_MIN_BYTES = 64 << 20
+POOL_MAX_SERIAL_CORES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +88,9 @@ class Settings:
     origin: dict[str, str] = field(default_factory=dict)   # key -> "default" | file | flag
     file: str | None = None
     map_origin: dict[str, str] = field(default_factory=dict)  # signal -> where its --map entry came from
-    jobs: int = 1                       # worker processes for a tree of runs (default: the usable cores)
+    jobs: int = 1                       # worker processes for a tree of runs (default: `default_jobs`)
+    one_run: bool = False               # the logs side by side in one folder are one run (never split)
+    split_files: bool = False           # ... each its own run (stabdiag.read._peers decides when neither)
 
     def value(self, key: str):
         """The value of a key of KEYS (kebab-case, as in the config file)."""
@@ -94,8 +111,21 @@ class Settings:
         width = max(len(key) for key in KEYS)
         lines = [f"{'config':<{width}} {self.file or '(none found)'}"]
         lines += [f"{key:<{width}} {fmt(key)}  ({self.origin.get(key, 'default')})" for key in KEYS]
-        lines.append(f"{'jobs':<{width}} {self.jobs}  ({self.origin.get('jobs', 'default: the usable cores')})")
+        if "jobs" in self.origin:
+            lines.append(f"{'jobs':<{width}} {self.jobs}  ({self.origin['jobs']})")
+        else:
+            shown, why = default_jobs(self.jobs)
+            lines.append(f"{'jobs':<{width}} {shown}  (default: {why})")
         return "\n".join(lines) + "\n"
+
+
+def default_jobs(cores: int) -> tuple[str, str]:
+    """The worker processes a check uses when neither --jobs nor the config says, as --show-settings shows
+    them before any log is read: (the number or numbers, why); stabdiag.batch.default_workers decides."""
+    if cores <= POOL_MAX_SERIAL_CORES:
+        return "1", f"one process on {POOL_MAX_SERIAL_CORES} cores or fewer, where a pool costs more than it gives"
+    return (f"1 or {cores}", f"one process for under {POOL_MIN_BYTES >> 20} MB of logs, else the {cores} "
+                             "usable cores")
 
 
 def usable_cores() -> int:
@@ -245,7 +275,7 @@ def _file_values(cfg: ConfigFile) -> dict[str, object]:
         if value not in FAIL_ON:
             raise cfg.error("fail-on", f"expected one of {', '.join(FAIL_ON)}; got {value!r}")
         values["fail-on"] = value
-    for key in ("allow-unknown", "no-guess"):
+    for key in BOOL_KEYS:
         if key in cfg.table:
             value = cfg.table[key]
             if not isinstance(value, bool):
@@ -340,7 +370,8 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     """Merge defaults < file < flags, load the rules the result names, and validate ids against them.
 
     `flags` holds only options given on the command line: select, ignore, rules (lists), fail-on (str),
-    allow-unknown and no-guess (bool), map (dict), param (list of RULE.NAME=VALUE strings) and jobs (int).
+    allow-unknown, no-guess, one-run and split-files (bool), map (dict), param (list of RULE.NAME=VALUE
+    strings) and jobs (int).
     """
     if load_rules is None:
         from .rules import load_rules
@@ -348,13 +379,14 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     where_file = cfg.where if cfg is not None else ""
     origin: dict[str, str] = {}
     merged: dict[str, object] = {}
-    for key in ("select", "ignore", "rules", "fail-on", "allow-unknown", "no-guess", "jobs"):
+    for key in ("select", "ignore", "rules", "fail-on", *BOOL_KEYS, "jobs"):
         if flags.get(key):
             merged[key], origin[key] = flags[key], f"flag {FLAGS[key]}"
         elif key in file_values:
             merged[key], origin[key] = file_values[key], f"file {where_file}"
         elif key in DEFAULTS:
             merged[key], origin[key] = DEFAULTS[key], "default"
+    _one_grouping(merged, origin, flags)
     fail_on = str(merged["fail-on"])
     if fail_on not in FAIL_ON:
         raise ConfigError(f"--fail-on: expected one of {', '.join(FAIL_ON)}; got {fail_on!r}")
@@ -376,10 +408,27 @@ def resolve_settings(cfg: ConfigFile | None, flags: dict[str, object],
     origin["params"] = _table_origin(file_values.get("params"), flags.get("param"), where_file, "--param")
     settings = Settings(map=mapping, select=select, ignore=ignore, params=params, fail_on=fail_on,
                         allow_unknown=bool(merged["allow-unknown"]), no_guess=bool(merged["no-guess"]),
+                        one_run=bool(merged["one-run"]), split_files=bool(merged["split-files"]),
                         rules=tuple(merged["rules"]), origin=origin,
                         file=where_file or None, map_origin=map_origin,
                         jobs=int(merged.get("jobs") or usable_cores()))
     return settings, rules
+
+
+def _one_grouping(merged: dict, origin: dict, flags: dict) -> None:
+    """one-run and split-files are one choice: a flag for one drops the config file's other (flags win);
+    both given together, both flags or both in the file, is an error."""
+    given = [key for key in GROUPING if merged[key]]
+    if len(given) < 2:
+        return
+    by_flag = [key for key in GROUPING if flags.get(key)]
+    if len(by_flag) == 1:
+        other = next(key for key in GROUPING if key != by_flag[0])
+        merged[other], origin[other] = False, f"default (flag {FLAGS[by_flag[0]]} overrides the file's {other})"
+        return
+    where = [FLAGS[key] if origin[key].startswith("flag") else f"{key} ({origin[key]})" for key in GROUPING]
+    raise ConfigError(f"{where[0]} and {where[1]}: keep the logs of one folder together or read each apart, "
+                      "not both; give one of them")
 
 
 def _table_origin(from_file, from_flags, where_file: str, flag: str) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _stats as st
 from ..read.run import Run, is_bookkeeping
-from ..signals.resolve import Signals, resolve
+from ..signals.resolve import Signals, default_alias_table, resolve
 from .detectors import CHAIN, Curve, Evidence, NotJudged, Quiet
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
 from .rules import RUN_INPUTS, Rule, load_rules, select_rules
@@ -106,7 +106,7 @@ def _message(rule: Rule, ev: Evidence) -> str:
         return f"{rule.title} (steps {ev.start_step}-{ev.end_step})"
 
 
-def _finding(rule: Rule, ev: Evidence, kind: str) -> Finding:
+def _finding(rule: Rule, ev: Evidence, kind: str, ending=None) -> Finding:
     severity = rule.severity
     if ev.severity is not None and SEVERITY_RANK[ev.severity] < SEVERITY_RANK[severity]:
         severity = ev.severity
@@ -121,8 +121,8 @@ def _finding(rule: Rule, ev: Evidence, kind: str) -> Finding:
     onset = int(dated) if isinstance(dated, (int, np.integer)) else ev.start_step
     return Finding(rule=rule.id, layer=rule.layer, severity=severity, title=rule.title,
                    start_step=ev.start_step, end_step=ev.end_step, message=message,
-                   evidence=dict(ev.values), check_first=rule.advice(kind), explained_by=ev.explained_by,
-                   onset=onset)
+                   evidence=dict(ev.values), check_first=rule.advice(kind, getattr(ending, "kind", None)),
+                   explained_by=ev.explained_by, onset=onset)
 
 
 def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> list[Finding]:
@@ -145,16 +145,35 @@ def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> li
     return out
 
 
-def _layer(layer: int, findings: list[Finding], judged: list[str], unknown: list[Unknown]) -> LayerResult:
+def _layer(layer: int, findings: list[Finding], judged: list[str], unknown: list[Unknown],
+           fitting: dict[str, Rule] | None = None, kind: str = "rl") -> LayerResult:
+    """One layer's outcome; what it lacks counts only the rules in `fitting` (those a run of its kind can
+    feed: an SFT run is never told to log a reward or a KL), each missing signal that fits the kind."""
     mine = tuple(f for f in findings if f.layer == layer)
     if mine:
         status = Status.FAIL if any(f.severity == "fail" for f in mine) else Status.WARN
     else:
         status = Status.PASS if judged else Status.UNKNOWN
     onset = min((f.onset for f in mine), default=None)        # the earliest finding's onset
-    gaps = tuple(u for u in unknown if u.layer == layer)
-    missing = tuple(dict.fromkeys(s for u in gaps for s in u.missing))
+    gaps = tuple(u for u in unknown if u.layer == layer and (fitting is None or u.rule in fitting))
+    fits = default_alias_table().fits
+    missing = tuple(dict.fromkeys(s for u in gaps for s in u.missing if fits(s, kind)))
     return LayerResult(layer, status, onset, mine, missing, tuple(judged), gaps)
+
+
+def _fits_kind(rule: Rule, kind: str) -> bool:
+    """A run of this kind can feed the rule: every signal it needs (one of them, for `requires = "any"`)
+    is one such a run logs (signals.toml `kinds`)."""
+    fits = default_alias_table().fits
+    wired = [fits(s, kind) for s in rule.signals.values() if s not in RUN_INPUTS]
+    return not wired or (any(wired) if rule.requires == "any" else all(wired))
+
+
+def _not_for_kind(rule: Rule, missing: list[str], kind: str) -> str:
+    """Why a rule is not judged on a run that cannot feed it, instead of "start logging" what it lacks."""
+    if _fits_kind(rule, kind):
+        return ""
+    return f"an RL run's rule: it reads {', '.join(missing)}, which an SFT/pretraining run does not log"
 
 
 def _root(findings: list[Finding]) -> Finding | None:
@@ -260,7 +279,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     for rule in rules:
         kwargs, missing = _inputs(rule, signals, None if rule.spec.sees_nonfinite else cutoff)
         if missing:
-            unknown.append(Unknown(rule.id, rule.layer, tuple(missing)))
+            unknown.append(Unknown(rule.id, rule.layer, tuple(missing), _not_for_kind(rule, missing, signals.kind)))
             continue
         result = rule.spec.fn(**kwargs, **resolved[rule.id])
         if rule.requires == "event" and not isinstance(result, Evidence):
@@ -272,13 +291,14 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
         if isinstance(result, Quiet):
             quiet_notes.append(f"{rule.id}: {result.note}")
         elif result is not None:
-            findings.append(_finding(rule, result, signals.kind))
+            findings.append(_finding(rule, result, signals.kind, run.meta.get("ending")))
     by_id = {r.id: r for r in rules}
     findings = _explain_consequences(_with_change_points(findings, signals, by_id), by_id)
     root_finding = _root(findings)
     root = root_finding.layer if root_finding is not None else None
     findings = _mark_downstream(findings, root_finding)
-    layers = [_layer(layer, findings, judged[layer], unknown) for layer in LAYERS]
+    fitting = {r.id: r for r in rules if _fits_kind(r, signals.kind)}
+    layers = [_layer(layer, findings, judged[layer], unknown, fitting, signals.kind) for layer in LAYERS]
     all_steps = [s.steps for k, s in run.series.items() if len(s) and not is_bookkeeping(k)] or \
         [s.steps for s in run.series.values() if len(s)]
     span = (int(min(a[0] for a in all_steps)), int(max(a[-1] for a in all_steps))) if all_steps else None

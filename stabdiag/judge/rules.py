@@ -25,7 +25,7 @@ _ID = re.compile(r"^L([1-4])\.[a-z0-9]+(-[a-z0-9]+)*$")
 _REQUIRED = ("id", "layer", "title", "severity", "status", "since", "detector", "message", "why",
              "check_first", "references", "signals", "example")
 _OPTIONAL = ("optional_signals", "params", "known_limits", "aliases", "requires", "check_first_sft",
-             "consequence_of")
+             "check_first_hardware", "consequence_of")
 EVAL_ANY = "eval:*"
 REWARD_COMPONENTS = "reward:*"
 FAMILIES = (EVAL_ANY, REWARD_COMPONENTS)     # wirings that stand for every signal of a family
@@ -60,6 +60,7 @@ class Rule:
     known_limits: str = ""
     aliases: tuple[str, ...] = ()
     check_first_sft: tuple[str, ...] = ()   # the advice for SFT / pretraining runs, where it differs
+    check_first_hardware: tuple[str, ...] = ()   # ... for a run that died of a GPU hardware fault (ECC, Xid)
     consequence_of: tuple[str, ...] = ()    # rules whose earlier finding explains this one's
     source: str = field(default="", compare=False)
 
@@ -67,8 +68,11 @@ class Rule:
     def spec(self) -> DetectorSpec:
         return DETECTORS[self.detector]
 
-    def advice(self, kind: str) -> tuple[str, ...]:
-        """What to check first on a run of this kind ("rl" or "sft")."""
+    def advice(self, kind: str, ending: str | None = None) -> tuple[str, ...]:
+        """What to check first on a run of this kind ("rl" or "sft") that ended so (the kind of its
+        `ending`: "hardware" for a GPU fault, whose checks are the node's, not the training code's)."""
+        if ending == "hardware" and self.check_first_hardware:
+            return self.check_first_hardware
         return self.check_first_sft if kind == "sft" and self.check_first_sft else self.check_first
 
     def checks(self) -> str:
@@ -178,7 +182,7 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
         for signal in wiring.values():
             if signal not in FAMILIES and signal not in RUN_INPUTS and not table.is_known(signal):
                 raise fail(f"unknown signal '{signal}' (not in signals.toml)", signal)
-    for key in ("check_first_sft", "consequence_of"):
+    for key in ("check_first_sft", "check_first_hardware", "consequence_of"):
         if not isinstance(body.get(key, []), list):
             raise fail(f"{key} must be a list", key)
     _check_contract(spec, body, optional, fail)
@@ -198,7 +202,9 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
         optional_signals=dict(optional), params=params,
         example_fires=example["fires"], example_quiet=example["quiet"], requires=requires,
         known_limits=body.get("known_limits", ""), aliases=tuple(body.get("aliases", ())),
-        check_first_sft=tuple(body.get("check_first_sft", ())), consequence_of=tuple(body.get("consequence_of", ())),
+        check_first_sft=tuple(body.get("check_first_sft", ())),
+        check_first_hardware=tuple(body.get("check_first_hardware", ())),
+        consequence_of=tuple(body.get("consequence_of", ())),
         source=path)
 
 

@@ -39,7 +39,6 @@ from .formats import loader_for, uri_loader
 from .formats.tabular import is_rollout_dump
 from .run import Run, run_name_for
 from .runconfig import read_run_config
-from .samples import SampleSource, online_source, sample_kind
 from .sources import Source, merge_sources
 
 _SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules"}
@@ -137,7 +136,7 @@ def load_run(run_files: RunFiles, **options) -> Run:
     and only a run with nothing readable is an error (naming every file tried and why)."""
     if run_files.uri is not None:
         run = uri_loader(run_files.uri).load_uri(run_files.uri, **options)
-        samples = online_source(run_files.uri) if run_files.uri.startswith("wandb://") else None
+        samples = _online_samples(run_files.uri) if run_files.uri.startswith("wandb://") else None
         return Run(run.name, run.series, run.sources, settled_meta(run.meta, run.series), run.notes, run.warnings,
                    samples)
     sources: list[Source] = []
@@ -167,7 +166,7 @@ def load_run(run_files: RunFiles, **options) -> Run:
     warnings = tuple(f"{_rel(path, root)}: not read: {why}" for path, why in failed + list(run_files.skipped))
     meta, config_notes = _with_run_config(run.meta, root if run_files.root else None)
     meta = settled_meta(meta, run.series, root)     # how it ended, against its planned length
-    samples = SampleSource.of(run_files.samples, config=meta.get("config")) if run_files.samples else None
+    samples = _sample_source(run_files.samples, meta.get("config")) if run_files.samples else None
     return Run(run.name, run.series, run.sources, meta, run_files.notes + run.notes + tuple(config_notes) + warnings,
                run.warnings + warnings, samples)
 
@@ -339,7 +338,7 @@ def _members(runs: list[RunFiles], source: str, selector, loaders: dict[str, Mod
 
 def _single_file(path: str) -> RunFiles:
     """A file given by name (`discover` has checked that it opens)."""
-    if _is_samples(os.path.basename(path)) and sample_kind(path) not in (None, "rollouts"):
+    if _is_samples(os.path.basename(path)) and _sample_kind(path) not in (None, "rollouts"):
         raise InputError(path, "logged samples (completions), not a metric log; check the run's folder, or print "
                                "a step's samples with stabdiag samples FILE --step S")
     loader = loader_for(path)
@@ -395,7 +394,7 @@ def _walk(source: str, folders: dict[str, int] | None = None, samples: list[str]
             if problem is not None:
                 unreadable.append((path, problem))
                 continue
-            kind = sample_kind(path) if samples is not None and _is_samples(fname) else None
+            kind = _sample_kind(path) if samples is not None and _is_samples(fname) else None
             if kind is not None:
                 samples.append(path)
                 if kind != "rollouts":      # a rollout dump is also refused as a metric log, as it always was
@@ -406,6 +405,26 @@ def _walk(source: str, folders: dict[str, int] | None = None, samples: list[str]
             elif not in_wandb and os.path.splitext(fname.lower())[1] in _LOGLIKE:
                 refused.append((path, _why_refused(path)))
     return claimed, refused, unreadable
+
+
+# The readers of logged samples load only where a file's name allows it to be one, or a run has some:
+# a check of a metrics CSV never imports them.
+def _sample_kind(path: str):
+    from .samples import sample_kind
+
+    return sample_kind(path)
+
+
+def _sample_source(paths, config):
+    from .samples import SampleSource
+
+    return SampleSource.of(paths, config=config)
+
+
+def _online_samples(uri: str):
+    from .samples import online_source
+
+    return online_source(uri)
 
 
 def _is_samples(fname: str) -> bool:

@@ -12,6 +12,7 @@ import os
 from collections import Counter
 
 from ..judge.diagnosis import VERDICTS, Diagnosis, LayerResult, Status, summary
+from ..signals.resolve import default_alias_table
 
 ELLIPSIS = "…"
 
@@ -82,10 +83,20 @@ def lacks(result: LayerResult, diag: Diagnosis | None = None) -> str:
     lr, reward"), never a flat list where `reward` stands before `loss` in the numeric layer."""
     if any(u.kind == "too little data" for u in result.not_judged):
         return result.not_judged_text()
-    counts = Counter(s for u in result.not_judged for s in u.missing)
+    # the engine keeps only the rules a run of its kind can feed, and the signals that fit it: an SFT or
+    # pretraining run is never told to log a reward or a KL
+    kind = diag.kind if diag is not None else "rl"
+    fits = default_alias_table().fits
+    wanted = [s for u in result.not_judged for s in u.missing if fits(s, kind)]
+    counts = Counter(wanted)
     if not counts:
+        rl_only = [] if diag is None else list(dict.fromkeys(
+            s for u in diag.unknown if u.layer == result.layer for s in u.missing if not fits(s, kind)))
+        if rl_only:
+            return (f"nothing an SFT/pretraining run logs: its rules read an RL run's {', '.join(rl_only[:4])}"
+                    + (f" and {len(rl_only) - 4} more" if len(rl_only) > 4 else ""))
         return result.not_judged_text()
-    first_seen = {s: i for i, s in enumerate(dict.fromkeys(s for u in result.not_judged for s in u.missing))}
+    first_seen = {s: i for i, s in enumerate(dict.fromkeys(wanted))}
     ranked = sorted(counts, key=lambda s: (-counts[s], first_seen[s]))
     many = [s for s in ranked if counts[s] > 1]
     one = [s for s in ranked if counts[s] == 1]

@@ -31,12 +31,16 @@ AMBIGUOUS_NOTE = " not guessed: "
 _LOGGER_PREFIXES = ("", "train/")
 
 
+KINDS = ("rl", "sft")          # the kinds of run (Signals.kind): RL, or SFT / pretraining
+
+
 @dataclass(frozen=True, slots=True)
 class SignalDef:
     name: str
     layer: int
     meaning: str
     aliases: tuple[str, ...]
+    kinds: tuple[str, ...] = KINDS       # the kinds of run that log it (signals.toml `kinds`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,15 @@ class AliasTable:
     def is_known(self, signal: str) -> bool:
         return signal in self.signals or any(signal.startswith(p) and len(signal) > len(p)
                                              for p in (EVAL_PREFIX, COMPONENT_PREFIX))
+
+    def fits(self, signal: str, kind: str) -> bool:
+        """Whether a run of this kind ("rl" or "sft") logs the signal, so that it may be told to start
+        logging it: an SFT or pretraining run has no reward, reference KL or rollout engine.  A family
+        wiring counts as its members (`reward:*` are a reward's components), an unknown name as fitting."""
+        if signal.startswith(COMPONENT_PREFIX):
+            return kind == "rl"
+        sig = self.signals.get(signal)
+        return sig is None or kind in sig.kinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +141,16 @@ def parse_alias_table(text: str, path: str, *, shipped: bool = False) -> AliasTa
         raise RuleError(path, f"not valid TOML: {exc}") from None
     signals: dict[str, SignalDef] = {}
     for name, body in data.get("signal", {}).items():
-        unknown = set(body) - {"layer", "meaning", "aliases"}
+        unknown = set(body) - {"layer", "meaning", "aliases", "kinds"}
         if unknown:
             raise RuleError(path, f"signal {name}: unknown key {sorted(unknown)[0]!r}",
                             line=_toml.line_of(text, f"[signal.{name}]"))
+        kinds = tuple(body.get("kinds", KINDS))
+        if not kinds or any(k not in KINDS for k in kinds):
+            raise RuleError(path, f"signal {name}: kinds must name some of {', '.join(KINDS)}; got {list(kinds)}",
+                            line=_toml.line_of(text, f"[signal.{name}]"))
         signals[name] = SignalDef(name, int(body.get("layer", 0)), str(body.get("meaning", "")),
-                                  tuple(dict.fromkeys([name, *body.get("aliases", [])])))
+                                  tuple(dict.fromkeys([name, *body.get("aliases", [])])), kinds)
     ev = data.get("eval", {})
     derivations = []
     for body in data.get("derive", []):
@@ -356,9 +373,12 @@ _RL_SIGNALS = ("reward", "kl", "entropy", "clip_frac", "update_kl", "logprob_del
 
 
 def _coverage_notes(series: dict[str, Series]) -> list[str]:
-    """A pretraining / SFT run has no reward or KL: say that layers 1, 2 and 4 cannot be judged."""
+    """A pretraining / SFT run has no reward or KL: say which layers it can be judged on (layer 1 only from
+    an eval loss; layers 2 and 4 read an RL run's policy and rollout engine)."""
     if any(name in series for name in _RL_SIGNALS) or "loss" not in series:
         return []
-    evals = "eval loss" if "eval_loss" in series else "no eval loss logged"
+    if "eval_loss" in series:
+        return ["no reward, KL or rollout signals: a pretraining/SFT run; layer 1 reads its eval loss, layer 3 "
+                "its loss and grad norm, and layers 2 and 4 (an RL run's policy and rollout engine) stay unknown"]
     return ["no reward, KL or rollout signals: a pretraining/SFT run; layers 1, 2 and 4 stay unknown and "
-            f"the verdict rests on layer 3 (loss, grad norm) ({evals})"]
+            "the verdict rests on layer 3 (loss, grad norm) (no eval loss logged)"]

@@ -223,6 +223,9 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("loss_at_uniform_level", loss_at_uniform_level, (
         _p("max_gap_frac", 0.001, 0.5, "a loss within this fraction of ln(vocabulary size), above or below, "
                                        "has not left the uniform guess"),
+        _p("max_gap_frac_common_vocab", 0.001, 0.05, "without a vocabulary size in the configuration: a loss "
+                                                     "within this fraction of ln V for a common tokenizer's V "
+                                                     "(GPT-2, Llama, Qwen2, Mistral, Gemma) warns"),
         _p("after_frac", 0, 0.9, "read after this fraction of the run's steps (the first steps of any run sit "
                                  "at ln V)"),
         _bound("min_points", 3, 1e6, "fewest loss points after that needed to judge"))),
@@ -267,6 +270,7 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "fraction_held_high": ("fraction", "key", "peak", "run_frac", "signal", "stretch", "threshold"),
     "value_head_diverging": ("readings", "signal", "what"),
     "loss_flat_in_warmup": ("drop", "key", "level_end", "level_start", "lr_end", "lr_key", "lr_middle", "signal"),
-    "loss_at_uniform_level": ("gap", "highest", "key", "last", "lowest", "signal", "uniform", "vocab"),
+    "loss_at_uniform_level": ("gap", "highest", "key", "last", "lowest", "signal", "uniform", "vocab",
+                              "vocab_source"),
 }
 DETECTORS = {name: replace(spec, evidence=EVIDENCE_FIELDS.get(name, ())) for name, spec in DETECTORS.items()}

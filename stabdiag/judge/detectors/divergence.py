@@ -23,6 +23,7 @@ from ..stats.evidence import family_z
 from ._base import Curve, Evidence, NotJudged, _smooth_window
 
 _PINNED_SHARE = 0.8      # a check whose points sit at 0 (or, moving, at its lowest value) this often registers nothing
+_SMOOTH_POINTS = 20_000  # longer curves are smoothed on block means (a cost bound, not a verdict parameter)
 _EDGE = 0.01             # success rates are read off the bounds: a rate logged as 0 or 1 on a few batches still moves
 
 
@@ -52,11 +53,11 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         return NotJudged(f"{r.signal} covers {r.span} steps in {len(r.steps)} points; a rise is judged over "
                          f">= {min_steps:g} steps and 10 points")
     rise = end_minus_start(r.steps, r.values, edge_frac)
-    bar, range_, sd = _size_bar(r, rise, min_rise_share, min_rise_sd)
+    smooth = _smoothed(r)
+    bar, range_, sd = _size_bar(smooth, rise, min_rise_share, min_rise_sd)
     decision = rise.reading.decide(bar, min_rise_z)
     if decision == CLEAN:
         return None                     # a rise of the size looked for is ruled out: judged, and clean
-    smooth = st.rolling_median(r.values, _smooth_window(len(r.values)))
     # the evals are read over the whole run, from their last point at or before its first step (a score
     # before training); where they stepped up is judged by the split at the rise's midpoint (_split)
     window = (float(r.steps[0]), float(r.steps[-1]))
@@ -124,7 +125,7 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
     window = (float(g.steps[0]), float(g.steps[-1]))
     bars = _Bars(min_gain_se, family_z(min_gain_se, len(flat)), min_flat_points, max_flat_gain_rel,
                  max_flat_upper_rel)
-    smooth = st.rolling_median(g.values, _smooth_window(len(g.values)))
+    smooth = _smoothed(g)
     against = _Against(g, smooth, growth.start_level, growth.estimate, 0.0, None, False)
     readings = [_read_eval(c, window, bars, against) for c in flat]
     if any(kind == "tracks" for kind, _, _ in readings):
@@ -146,13 +147,28 @@ def growth_while_flat(growing: Curve, flat: list[Curve], *, min_growth_ratio, ma
         "growth": ratio, "eval_changes": flats, "evals": _eval_summary(flats)})
 
 
-def _size_bar(r: Curve, rise: Change, min_share: float, min_sd: float) -> tuple[float, float, float]:
+def _smoothed(curve: Curve) -> np.ndarray:
+    """The curve's running median (over up to 21 points): where it stands, for its range, the steps it
+    reaches a level at, and how far along its move an eval's points are.  A curve of more than
+    `_SMOOTH_POINTS` points is smoothed on block means and read back at every point (a running median of a
+    million points is a tenth of a second and says no more)."""
+    values = curve.values
+    if len(values) <= _SMOOTH_POINTS:
+        return st.rolling_median(values, _smooth_window(len(values)))
+    block = -(-len(values) // _SMOOTH_POINTS)
+    whole = len(values) // block * block
+    means = values[:whole].reshape(-1, block).mean(axis=1)
+    coarse = st.rolling_median(means, _smooth_window(len(means)))
+    return np.interp(np.arange(len(values)), np.arange(len(means)) * block + (block - 1) / 2, coarse)
+
+
+def _size_bar(smooth: np.ndarray, rise: Change, min_share: float, min_sd: float) -> tuple[float, float, float]:
     """(the size a rise must reach, the curve's smoothed range, its noise's sd): `min_share` of the range
     and `min_sd` noise sds, the sd read between the two windows' centres (a noise that wanders slowly is
     as wide as it wanders over that stretch)."""
-    range_ = float(np.ptp(st.rolling_median(r.values, _smooth_window(len(r.values)))))
+    range_ = float(np.ptp(smooth))
     noise = rise.noise
-    lag = max(len(r.values) - (rise.start_points + rise.end_points) // 2, 1)
+    lag = max(len(smooth) - (rise.start_points + rise.end_points) // 2, 1)
     sd = noise.sd_over(lag // noise.block or 1) if noise is not None else 0.0
     return max(min_share * max(range_, abs(rise.estimate)), min_sd * sd), range_, sd
 

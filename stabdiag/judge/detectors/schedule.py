@@ -115,29 +115,70 @@ def vocabulary_size(config) -> int | None:
 
 
 def loss_at_uniform_level(loss: Curve, config=None, reward: Curve | None = None, *, max_gap_frac,
-                          after_frac, min_points) -> Evidence | NotJudged | None:
+                          max_gap_frac_common_vocab, after_frac, min_points) -> Evidence | NotJudged | None:
     """`loss`, a cross-entropy, still sits at ln(vocabulary size), the loss of a uniform guess over every
     token, after the first `after_frac` of the run: its 3-point running median from there on stays within
     `max_gap_frac` of ln V, above or below (a loss far above it diverged: another rule's). The model has
-    learned nothing, not even how often each token occurs.  Needs the vocabulary size from the run's `config`;
-    not judged on an RL run (a `reward` is logged), whose loss is a surrogate objective, nor with fewer than
-    `min_points` loss points after `after_frac`."""
+    learned nothing, not even how often each token occurs.  V comes from the run's `config`; where it names
+    none, a loss within `max_gap_frac_common_vocab` of ln V for a common tokenizer's V (GPT-2, Llama 2/3,
+    Qwen2, Mistral, Gemma) is the same finding at warn, quoting the V it matched.  Not judged on an RL run
+    (a `reward` is logged), whose loss is a surrogate objective, nor with fewer than `min_points` loss
+    points after `after_frac`."""
     if reward is not None:
         return NotJudged("an RL run's loss is a surrogate objective, not a cross-entropy over the vocabulary")
     vocab = vocabulary_size(config)
-    if vocab is None:
-        return NotJudged("the run's configuration names no vocabulary size (" + ", ".join(_VOCAB_KEYS) + ")")
     v = loss.finite()
     late = v.steps >= (v.steps[0] + after_frac * v.span if len(v.steps) else 0)
     if int(late.sum()) < min_points:
+        if vocab is None:
+            return _no_vocabulary()
         return NotJudged(f"{v.key} has {int(late.sum())} points after the first {after_frac:.0%} of the run; "
                          f"{min_points:g} are needed")
-    uniform = math.log(vocab)
     tail = st.rolling_median(v.values[late], 3)
-    gap = float(np.max(np.abs(tail / uniform - 1)))
-    if gap > max_gap_frac:
-        return None             # it left the uniform level: learning, or diverging past it (loss-divergence's)
+    source = "V from the run's configuration"
+    if vocab is not None:
+        gap = _gap(tail, vocab)
+        if gap > max_gap_frac:
+            return None         # it left the uniform level: learning, or diverging past it (loss-divergence's)
+        severity = None
+    else:
+        vocab, source = _common_vocabulary(tail, max_gap_frac_common_vocab)
+        if vocab is None:
+            return _no_vocabulary()
+        gap, severity = _gap(tail, vocab), "warn"   # V is a guess: warn, and say which V
     start = int(v.steps[late][0])
     return Evidence(start, int(v.steps[-1]), {
-        "signal": v.signal, "key": v.key, "vocab": vocab, "uniform": uniform, "lowest": float(tail.min()),
-        "highest": float(tail.max()), "last": float(tail[-1]), "gap": gap})
+        "signal": v.signal, "key": v.key, "vocab": vocab, "vocab_source": source, "uniform": math.log(vocab),
+        "lowest": float(tail.min()), "highest": float(tail.max()), "last": float(tail[-1]), "gap": gap},
+        severity=severity)
+
+
+def _gap(tail: np.ndarray, vocab: int) -> float:
+    """How far the loss strays from ln V, as a fraction of ln V, at its farthest."""
+    return float(np.max(np.abs(tail / math.log(vocab) - 1)))
+
+
+def _no_vocabulary() -> NotJudged:
+    return NotJudged("the run's configuration names no vocabulary size (" + ", ".join(_VOCAB_KEYS) + ") and "
+                     "the loss does not sit at ln V of a common tokenizer's vocabulary")
+
+
+# The vocabulary sizes of common tokenizers, as the checkpoints' config.json on the Hugging Face Hub give
+# `vocab_size`: openai-community/gpt2 (50257); meta-llama/Llama-2-7b-hf (32000); meta-llama/Meta-Llama-3-8B
+# (128256); Qwen/Qwen2-0.5B and Qwen2-1.5B (151936), Qwen/Qwen2-7B and Qwen2-72B (152064, the embedding
+# padded); mistralai/Mistral-7B-v0.1 (32000) and Mistral-7B-v0.3 ("extended vocabulary to 32768", its model
+# card); google/gemma-7b (256000).  A loss flat at one of their ln V is a model that learned nothing, even
+# where the logs carry no configuration to say which V.
+COMMON_VOCABULARIES = {50257: "GPT-2", 32000: "Llama 2 / Mistral v0.1", 128256: "Llama 3",
+                       151936: "Qwen2 (0.5B, 1.5B)", 152064: "Qwen2 (7B, 72B)", 32768: "Mistral v0.3",
+                       256000: "Gemma"}
+
+
+def _common_vocabulary(tail: np.ndarray, max_gap_frac: float) -> tuple[int | None, str]:
+    """The common vocabulary whose ln V the loss stays within `max_gap_frac` of (the closest, where two
+    are that close: 32000 and 32768 are 0.2% apart), with the words that say where V came from."""
+    near = [(gap, vocab) for vocab in COMMON_VOCABULARIES if (gap := _gap(tail, vocab)) <= max_gap_frac]
+    if not near:
+        return None, ""
+    vocab = min(near)[1]
+    return vocab, f"{COMMON_VOCABULARIES[vocab]}'s vocabulary; the run's configuration names none"

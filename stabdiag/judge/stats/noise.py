@@ -170,33 +170,36 @@ def _fit(g: np.ndarray, counts: np.ndarray, longest: bool) -> tuple[float, float
         return 0.0, 0.0
     k = np.arange(1, len(g) + 1, dtype=np.float64)
     quartic = k ** 4
+    shapes = np.stack([_shape(float(rho), k) for rho in _RHO_GRID])         # one row per rho
     weights = counts.copy()
-    fits: list[tuple[float, float, float]] = []
     for _ in range(2):
-        fits = []
-        for rho in _RHO_GRID:
-            shape = _shape(float(rho), k)
-            c, b = _nonnegative_ls(shape, quartic, g, weights)
-            fits.append((float(np.sum(weights * (g - c * shape - b * quartic) ** 2)), c, float(rho), b))
-        _, c, rho, b = min(fits)
-        fitted = c * _shape(rho, k) + b * quartic
+        c, b = _nonnegative_ls(shapes, quartic, g, weights)
+        sse = np.sum(weights * (g - c[:, None] * shapes - b[:, None] * quartic) ** 2, axis=1)
+        best = int(np.argmin(sse))
+        fitted = c[best] * shapes[best] + b[best] * quartic
         weights = counts / np.maximum(fitted, max(float(np.max(g)) * 1e-9, 1e-300)) ** 2
-    best = min(fits)[0]
-    allowed = best * (1.0 + CHI2_1_95 / max(len(g) - 2, 1))
-    within = [f for f in fits if f[0] <= allowed]
-    _, c, rho, _ = max(within, key=lambda f: f[2]) if longest else min(within, key=lambda f: f[2])
-    return c, rho
+    within = np.flatnonzero(sse <= sse[best] * (1.0 + CHI2_1_95 / max(len(g) - 2, 1)))
+    pick = int(within[-1] if longest else within[0])          # _RHO_GRID ascends
+    return float(c[pick]), float(_RHO_GRID[pick])
 
 
-def _nonnegative_ls(x1: np.ndarray, x2: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, float]:
-    """min sum w (y - a x1 - b x2)^2 over a, b >= 0: the unconstrained solution where it is nonnegative,
-    else the better of the two one-column fits."""
-    a11, a12, a22 = float(np.sum(w * x1 * x1)), float(np.sum(w * x1 * x2)), float(np.sum(w * x2 * x2))
-    r1, r2 = float(np.sum(w * x1 * y)), float(np.sum(w * x2 * y))
+def _nonnegative_ls(x1: np.ndarray, x2: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of `x1`: min sum w (y - a x1 - b x2)^2 over a, b >= 0 - the unconstrained solution where
+    it is nonnegative, else the better of the two one-column fits."""
+    a11, a12 = np.sum(w * x1 * x1, axis=1), np.sum(w * x1 * x2, axis=1)
+    a22, r1, r2 = float(np.sum(w * x2 * x2)), np.sum(w * x1 * y, axis=1), float(np.sum(w * x2 * y))
     det = a11 * a22 - a12 * a12
-    if det > 1e-12 * a11 * a22:
-        a, b = (r1 * a22 - r2 * a12) / det, (a11 * r2 - a12 * r1) / det
-        if a >= 0 and b >= 0:
-            return a, b
-    candidates = [(max(r1 / a11, 0.0), 0.0), (0.0, max(r2 / a22, 0.0))]
-    return min(candidates, key=lambda ab: float(np.sum(w * (y - ab[0] * x1 - ab[1] * x2) ** 2)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(det > 1e-12 * a11 * a22, (r1 * a22 - r2 * a12) / det, -1.0)
+        b = np.where(det > 1e-12 * a11 * a22, (a11 * r2 - a12 * r1) / det, -1.0)
+        only_a = np.where(a11 > 0, np.maximum(r1 / a11, 0.0), 0.0)
+    only_b = max(r2 / a22, 0.0) if a22 > 0 else 0.0
+
+    def sse(ca, cb):
+        return np.sum(w * (y - ca[:, None] * x1 - np.asarray(cb)[..., None] * x2) ** 2, axis=1)
+
+    joint = (a >= 0) & (b >= 0)
+    take_a = sse(only_a, np.zeros_like(only_a)) <= sse(np.zeros_like(only_a), np.full_like(only_a, only_b))
+    c = np.where(joint, a, np.where(take_a, only_a, 0.0))
+    q = np.where(joint, b, np.where(take_a, 0.0, only_b))
+    return c, q

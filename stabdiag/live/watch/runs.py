@@ -42,9 +42,10 @@ class LiveRun:
 class Finder:
     """The runs under one watched path (a file, a run dir, a tree of runs)."""
 
-    def __init__(self, path: str, options: dict) -> None:
+    def __init__(self, path: str, options: dict, grouping: dict | None = None) -> None:
         self.path = os.fspath(path)
         self.options = options
+        self.grouping = grouping or {}          # one_run / split_files, as `discover` takes them
         self.runs: dict[str, LiveRun] = {}
         self._followers: dict[tuple[str, str], Follower] = {}
         self._signature: frozenset | None = None
@@ -74,7 +75,7 @@ class Finder:
             return []
         self._signature = signature
         try:
-            return discover(self.path)
+            return discover(self.path, **self.grouping)
         except InputError:
             return []                               # no log in it yet
 

@@ -36,6 +36,8 @@ class WatchSettings:
     guess: bool = True
     rules: tuple | None = None            # rules already loaded and selected (the CLI's); else loaded here
     load_options: dict = field(default_factory=dict)
+    one_run: bool = False                 # the logs side by side in one folder are one run (--one-run)
+    split_files: bool = False             # ... each its own run (--split-files); neither: as check decides
     clear_after: int = 3                  # judgements in a row without a finding before it is said cleared
     clear_share: float = 1.0              # ... over this many times the steps logged when it was last seen
 
@@ -48,6 +50,8 @@ class WatchSettings:
             raise ConfigError(f"--interval: expected a number of seconds above 0; got {self.interval_s!r}")
         if not (isinstance(self.clear_after, int) and self.clear_after >= 1):
             raise ConfigError(f"--clear-after: expected a whole number of judgements >= 1; got {self.clear_after!r}")
+        if self.one_run and self.split_files:
+            raise ConfigError("--one-run and --split-files: give one of them, not both")
 
 
 class Watcher:
@@ -204,7 +208,7 @@ def _finder(path: str, s: WatchSettings):
         if uri_loader(path) is None:
             raise ConfigError(f"{path}: not a path or a URI stabdiag reads (wandb://ENTITY/PROJECT/RUN_ID)")
         return OnlineFinder(path, s.interval_s)
-    return Finder(path, dict(s.load_options))
+    return Finder(path, dict(s.load_options), grouping={"one_run": s.one_run, "split_files": s.split_files})
 
 
 def _alert(argv: tuple[str, ...], event: Event, err) -> None:
@@ -239,7 +243,8 @@ def settings_from_flags(settings, rules, *, interval: float, format: str, exit_o
     return WatchSettings(interval_s=interval, format=format, exit_on=exit_on, on_alert=argv, polling=polling,
                          mapping=settings.map, params=settings.params, guess=not settings.no_guess,
                          rules=select_rules(rules, list(settings.select), list(settings.ignore)),
-                         load_options={"step_col": step_col}, clear_after=clear_after)
+                         load_options={"step_col": step_col}, one_run=settings.one_run,
+                         split_files=settings.split_files, clear_after=clear_after)
 
 
 def _interruptible() -> None:

@@ -1,0 +1,141 @@
+"""Every parameter that decides a verdict can flip one: on one of its rule's cases (tests/rule_cases/),
+moving the parameter across its declared range changes the outcome (a finding appears or goes, or its
+severity changes), and the test names the threshold pair (the two neighbouring values it flips between).
+A parameter no case can flip yet is listed in UNFLIPPED - a known gap, recorded rather than skipped: the
+test fails when one of them gains a pair, so the list only shrinks (issue 43: "every parameter that
+decides a verdict has a threshold pair").
+
+Parameters that only bound the work (declared with the role "bounds": how much data a judgement needs)
+are not asked to flip a finding; they are listed by `stabdiag rules explain` as such."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stabdiag import _toml
+from stabdiag.judge.engine import diagnose
+from stabdiag.judge.rules import load_rules
+from tests.casegen import make_run
+
+CASES = Path(__file__).parent / "rule_cases"
+RULES = {r.id: r for r in load_rules()}
+STEPS = 9
+
+# Parameters that decide a verdict but that no rule case flips yet (measured on a 9-point grid across the
+# declared range and x0.5..x2 of the shipped value): each wants a case pair just under / just over its
+# value.  Most are severity bands (fail_above, catastrophic_above), the coefficient gates of the level
+# rules, and the spike rules' recovery and isolation settings.
+UNFLIPPED = frozenset({
+    ("L1.length-confound", "max_flat_gain_rel"),
+    ("L1.reward-component-divergence", "min_rise_z"),
+    ("L1.reward-component-divergence", "max_flat_gain_rel"),
+    ("L1.reward-component-divergence", "edge_frac"),
+    ("L1.reward-component-divergence", "min_tracking_gain"),
+    ("L1.reward-component-divergence", "max_flat_share"),
+    ("L1.reward-eval-divergence", "max_flat_gain_rel"),
+    ("L1.truncation-climb", "edge_frac"),
+    ("L1.zero-variance-groups", "min_stretch_frac_of_run"),
+    ("L1.zero-variance-groups", "easy_level"),
+    ("L1.zero-variance-groups", "hard_level"),
+    ("L2.entropy-below-floor", "early_frac"),
+    ("L2.entropy-below-floor", "min_breach_frac_of_run"),
+    ("L2.entropy-below-floor", "explained_zero_std_frac"),
+    ("L2.entropy-collapse", "first_points"),
+    ("L2.kl-level-high", "catastrophic_above"),
+    ("L2.policy-moving-fast", "min_kl_accel"),
+    ("L2.policy-moving-fast", "min_entropy_accel"),
+    ("L3.attention-logit-growth", "catastrophic_above"),
+    ("L3.attention-logit-growth", "min_coef"),
+    ("L3.frozen-updates", "min_frozen_frac_of_run"),
+    ("L3.grad-norm-precursor", "baseline_frac"),
+    ("L3.grad-norm-precursor", "min_jump_sd"),
+    ("L3.grad-norm-precursor", "ema_span_steps"),
+    ("L3.grad-norm-precursor", "min_level_of_median"),
+    ("L3.grad-norm-spike", "ema_span_steps"),
+    ("L3.grad-norm-spike", "isolated_max_count"),
+    ("L3.grad-norm-spike", "isolated_window_steps"),
+    ("L3.grad-norm-spike", "recover_steps"),
+    ("L3.grad-norm-spike", "recover_ratio"),
+    ("L3.grad-norm-spike", "min_level_of_median"),
+    ("L3.loss-divergence", "min_stretch_frac_of_run"),
+    ("L3.loss-flat-in-warmup", "edge_frac"),
+    ("L3.loss-spike", "isolated_max_count"),
+    ("L3.loss-spike", "isolated_window_steps"),
+    ("L3.rolled-back-blowup", "min_ratio"),
+    ("L3.value-head-diverging", "early_frac"),
+    ("L4.logprob-mismatch", "min_coef"),
+    ("L4.moe-aux-loss-rising", "edge_frac"),
+    ("L4.moe-dead-experts", "catastrophic_above"),
+    ("L4.moe-dead-experts", "min_coef"),
+    ("L4.moe-imbalance-rising", "edge_frac"),
+    ("L4.mult-prob-error-high", "catastrophic_above"),
+    ("L4.mult-prob-error-high", "min_coef"),
+    ("L4.policy-version-lag", "fail_above"),
+    ("L4.policy-version-lag", "catastrophic_above"),
+    ("L4.policy-version-lag", "min_coef"),
+    ("L4.prob-mismatch", "catastrophic_above"),
+    ("L4.prob-mismatch", "min_coef"),
+    ("L4.rollout-kl-high", "catastrophic_above"),
+    ("L4.rollout-kl-high", "min_coef"),
+})
+
+
+def _cases(rule_id: str) -> list[dict]:
+    path = CASES / f"{rule_id}.toml"
+    return _toml.loads(path.read_text())["case"] if path.exists() else []
+
+
+def _grid(low: float, high: float, value: float) -> list[float]:
+    """Values across the allowed range (log-spaced where it spans orders of magnitude) and near the shipped
+    one (x0.5, 0.8, 1.25, 2), within the range."""
+    high = high if math.isfinite(high) else max(value * 100, low + 100)
+    grid = np.geomspace(low, high, STEPS) if low > 0 and high / low > 50 else np.linspace(low, high, STEPS)
+    near = [value * f for f in (0.5, 0.8, 1.25, 2.0)] if math.isfinite(value) else []
+    return sorted({float(v) for v in [*grid, value, *near] if low <= v <= high})
+
+
+def _params() -> list[tuple[str, str]]:
+    out = []
+    for rule_id, rule in sorted(RULES.items()):
+        if rule.status == "removed" or not _cases(rule_id):
+            continue
+        for param in rule.spec.params:
+            if param.role == "decides":
+                out.append((rule_id, param.name))
+    return out
+
+
+def _outcome(rule_id: str, run, overrides: dict) -> tuple[str, ...]:
+    diag = diagnose(run, select=[rule_id], params={rule_id: overrides})
+    return tuple(sorted(f.severity for f in diag.findings if f.rule == rule_id)) or ("none",)
+
+
+def _pair(rule_id: str, name: str, coarse: bool = False) -> tuple[str, float, float] | None:
+    """(the case, the two values) where moving `name` changes a case's outcome, or None; `coarse` reads
+    only the range's ends and x0.5 / x2 of the shipped value."""
+    rule = RULES[rule_id]
+    param = next(p for p in rule.spec.params if p.name == name)
+    grid = _grid(param.low, param.high, rule.params[name])
+    if coarse:
+        value = rule.params[name]
+        grid = [v for v in grid if v in (grid[0], grid[-1], value) or v in (value * 0.5, value * 2.0)]
+    for case in _cases(rule_id):
+        run = make_run(case["name"], case["series"], case.get("ending"), case.get("config"))
+        outcomes = [_outcome(rule_id, run, {name: v}) for v in grid]
+        for (a, fa), (b, fb) in zip(zip(grid, outcomes), zip(grid[1:], outcomes[1:])):
+            if fa != fb:
+                return case["name"], a, b
+    return None
+
+
+@pytest.mark.parametrize("rule_id, name", _params(), ids=lambda v: v)
+def test_a_parameter_that_decides_a_verdict_has_a_threshold_pair(rule_id, name):
+    pair = _pair(rule_id, name, coarse=(rule_id, name) in UNFLIPPED)
+    if (rule_id, name) in UNFLIPPED:
+        assert pair is None, f"{rule_id} {name} now flips on {pair}: take it off UNFLIPPED"
+        return
+    assert pair is not None, f"no case of {rule_id} changes its outcome as {name} moves"

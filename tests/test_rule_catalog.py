@@ -82,7 +82,9 @@ example = { fires = "a", quiet = "b" }
 
 [rule.params]
 ratio_vs_ema = 5.0
-min_jump_sd = 5.0
+run_alpha = 0.01
+huge_ratio = 100
+min_tail_points = 30
 ema_span_steps = 20
 isolated_max_count = 1
 isolated_window_steps = 1000
@@ -251,8 +253,8 @@ def test_explain_is_built_from_the_rule_file_and_the_detector_so_it_cannot_drift
     assert "min_rise_z (4.5)" in moved.checks() and "min_rise_z = 4.5 - how sure" in moved.explain()
     assert "min_rise_z (3)" not in moved.checks()
     # what the detector's docstring says is what explain says: no template beside it
-    def fake(values, *, ratio_vs_ema, min_jump_sd, ema_span_steps, isolated_max_count, isolated_window_steps,
-             recover_steps, recover_ratio, min_level_of_median):
+    def fake(values, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail_points, ema_span_steps, isolated_max_count,
+             isolated_window_steps, recover_steps, recover_ratio, min_level_of_median):
         """A made-up check: `values` tops `ratio_vs_ema` x its level.
 
         A second paragraph that explain leaves out."""

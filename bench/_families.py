@@ -600,3 +600,144 @@ def _supervised_shape(rng, shape: str, effect: str, size: float, noise: float, n
     evals = {"step": evals_at.astype(np.int64),
              "eval_loss": (loss_mean + gap + SUPERVISED_SD["eval_loss"] * noise * z[:, 1])[evals_at]}
     return Generated(train, evals, dict(PRETRAIN_KEYS), info)
+
+
+# ======================================================================================================
+# Layer-1 shapes and a twin family of issue 44 items 4-6 (branch l1checks).  A section of its own: it adds
+# to SHAPES and FAMILIES and wraps shape_run / null_run for its own names only, so that shapes added above
+# (another branch's layer-3 shapes) merge without touching it.
+# ======================================================================================================
+
+_L1_DOC = """
+LAYER-1 SHAPES OF ISSUE 44 (l1checks section at the end of bench/_families.py)
+As the shapes above (T given, start 0, every step logged, evals n_eval = clip(T / 50, 8, 200) times, the
+same reference sds, the draws depend on (seed, shape, T, index) only):
+  eval_early_collapse  every eval, scored before training (i = 0) too, falls by s = 20% / 30% / 50% of e0 over
+                       the first d ~ U(0.03, 0.1) T steps (a reward that pays a wrong answer), then recovers a
+                       third of that by the end (ends 13% / 20% / 33% under e0), while the reward rises by 0.3 on
+                       the ramp (from after the collapse) -> L1.eval-below-start (its bar: a drop sure at 3.5 se
+                       and a tenth of the start)
+  weight0_check_flat   no eval; the reward is the format reward alone (rewards/format_reward/mean, logged as
+                       the same numbers), rising by D = 0.10 / 0.20 / 0.40 on the ramp; a reward function logged
+                       with weight 0 (rewards/exact_match/mean) stays at c0 ~ U(0.2, 0.6) with the eval's sd
+                       -> L1.reward-eval-divergence or L1.reward-component-divergence
+  truncation_climb     completions/clipped_ratio 0.1 -> 0.1 + F, F = 0.45 / 0.65 / 0.85, on the ramp while the
+                       reward rises by 0.2 on the same ramp; evals flat -> L1.truncation-climb
+
+TWIN FAMILY
+  rl_checks            a run of one of iid_gauss, ar_0.9, smooth_expsat, smooth_sigmoid, binomial (chance 1/5
+                       each, drawn as that family; pretraining draws stay pretraining, without the columns below)
+                       whose reward is logged as one reward function too (rewards/format_reward/mean, the same
+                       numbers), beside a weight-0 reward function that follows the reward like an eval
+                       (rewards/exact_match/mean = c0 + c (reward - its first tenth's mean) + N(0, sd), c ~ U(0.5,
+                       1), c0 ~ U(0.2, 0.6), sd = sqrt(c0 (1 - c0) / 500)) and a truncation fraction that does not
+                       climb (completions/clipped_ratio ~ U(0.01, 0.2) + N(0, 0.01), clipped to 0..1): the healthy
+                       twins of the three shapes above
+"""
+__doc__ = (__doc__ or "") + _L1_DOC
+
+SHAPES.update({
+    "eval_early_collapse": Shape(1, ("L1.eval-below-start",), (0.20, 0.30, 0.50)),
+    "weight0_check_flat": Shape(1, ("L1.reward-eval-divergence", "L1.reward-component-divergence"),
+                                (0.10, 0.20, 0.40)),
+    "truncation_climb": Shape(1, ("L1.truncation-climb",), (0.45, 0.65, 0.85)),
+})
+_L1_SHAPES = ("eval_early_collapse", "weight0_check_flat", "truncation_climb")
+_L1_TWIN_BASES = ("iid_gauss", "ar_0.9", "smooth_expsat", "smooth_sigmoid", "binomial")
+FORMAT_KEY, CHECK_KEY, CLIPPED_KEY = ("rewards/format_reward/mean", "rewards/exact_match/mean",
+                                      "completions/clipped_ratio")
+FAMILIES = (*FAMILIES, "rl_checks")
+_shape_run_before_l1 = shape_run
+_null_run_before_l1 = null_run
+
+
+def shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:  # noqa: F811
+    """shape_run for the shapes above, and this section's layer-1 shapes (eval_early_collapse,
+    weight0_check_flat, truncation_climb) on a healthy base of their own (_l1_base)."""
+    if shape not in _L1_SHAPES:
+        return _shape_run_before_l1(shape, effect, noise, steps, index, seed)
+    size = SHAPES[shape].effects[EFFECTS.index(effect)]
+    rng = rng_for(seed, shape, steps, index)
+    n = steps
+    u = np.arange(n) / max(n - 1, 1)
+    train, eval_means, signals, z = _l1_base(rng, n, noise)
+    a, b = rng.uniform(0.1, 0.3), rng.uniform(0.6, 0.9)
+    ramp = smoothstep(u, a, b)
+    reward_noise = SHAPE_SD["reward"] * z[:, 0]
+    reward_mean = np.full(n, rng.uniform(0.15, 0.5))
+    keep_evals = True
+    if shape == "eval_early_collapse":
+        d = rng.uniform(0.03, 0.1)
+        fall = smoothstep(u, 0.0, d) - smoothstep(u, d, 1.0) / 3.0
+        eval_means = [e - size * e[0] * fall for e in eval_means]
+        reward_mean = reward_mean + 0.3 * smoothstep(u, max(a, d + 0.05), b)
+    elif shape == "weight0_check_flat":
+        reward_mean = reward_mean + size * ramp
+        c0 = rng.uniform(0.2, 0.6)
+        train[CHECK_KEY] = np.clip(c0 + math.sqrt(c0 * (1 - c0) / SHAPE_SD["eval_items"]) * z[:, 8], 0.0, 1.0)
+        signals.update({"reward:format_reward": FORMAT_KEY, "reward:exact_match": CHECK_KEY})
+        keep_evals = False
+    else:
+        reward_mean = reward_mean + 0.2 * ramp
+        train[CLIPPED_KEY] = np.clip(0.1 + size * ramp + 0.02 * z[:, 8], 0.0, 1.0)
+        signals["truncation_rate"] = CLIPPED_KEY
+    train["reward"] = np.clip(reward_mean + reward_noise, 0.0, 1.0)
+    if shape == "weight0_check_flat":
+        train[FORMAT_KEY] = train["reward"].copy()          # the reward is this function alone
+    every = max(1, n // int(np.clip(n / 50, 8, 200)))
+    evals_at = np.arange(every - 1, n, every)
+    if shape == "eval_early_collapse":
+        evals_at = np.concatenate([[0], evals_at])             # scored before training (verl val_before_train)
+    evals = {"step": evals_at.astype(np.int64)}
+    for j, name in enumerate(EVAL_SIGNALS[:len(eval_means)] if keep_evals else ()):
+        e0 = float(eval_means[j][0])
+        sd = math.sqrt(max(e0 * (1 - e0), 1e-6) / SHAPE_SD["eval_items"])
+        evals[RL_KEYS[name]] = np.clip(eval_means[j] + sd * z[:, 1 + j], 0.0, 1.0)[evals_at]
+        signals[name] = RL_KEYS[name]
+    info = {"shape": shape, "effect": effect, "size": size, "noise": noise, "steps": n, "index": index,
+            "n_evals": len(eval_means) if keep_evals else 0}
+    return Generated(train, evals, signals, info)
+
+
+def _l1_base(rng: np.random.Generator, n: int, noise: float):
+    """The healthy base of the shapes above (as shape_run's: kl, entropy, grad norm and length settle on
+    exponential saturation; loss 0.04 kl; one or two evals flat at e0), without the reward, which each
+    shape sets: (training columns, the evals' means, signals, the (n, 10) unit noise times `noise`)."""
+    n_evals, e0 = 1 + int(rng.random() < 0.5), rng.uniform(0.2, 0.7, 2)
+    len0, kl0, ent0 = draw_log_uniform(rng, 150, 1500), draw_log_uniform(rng, 0.001, 0.05), rng.uniform(0.3, 2.0)
+    g0 = draw_log_uniform(rng, 0.05, 5.0)
+    lr = lr_schedule(rng, n, "rl")
+    z = rng.standard_normal((n, 10)) * noise
+    sd = SHAPE_SD
+    s = expsat(np.arange(n) / max(n - 1, 1), 0.3)
+    kl = kl0 * (0.5 + 0.5 * s) * np.exp(sd["kl"] * z[:, 4])
+    train = {"step": np.arange(n, dtype=np.int64), RL_KEYS["response_length"]:
+             len0 * (1 + 0.05 * s) * np.exp(sd["length"] * z[:, 3]), "kl": kl,
+             "entropy": ent0 * (1 - 0.05 * s) * np.exp(sd["entropy"] * z[:, 5]),
+             "loss": 0.04 * kl + sd["loss"] * z[:, 6],
+             "grad_norm": g0 * (1 - 0.2 * s) * np.exp(sd["grad_norm"] * z[:, 7]), "learning_rate": lr}
+    signals = {s_: RL_KEYS[s_] for s_ in RL_KEYS if not s_.startswith("eval:")}
+    return train, [np.full(n, e) for e in e0[:n_evals]], signals, z
+
+
+def null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:  # noqa: F811
+    """null_run for the families above, and this section's twin family rl_checks (module docstring)."""
+    if family != "rl_checks":
+        return _null_run_before_l1(family, index, seed, t_max)
+    rng = rng_for(seed, family, index)
+    base_family = str(rng.choice(_L1_TWIN_BASES))
+    base = _null_run_before_l1(base_family, index, seed, t_max)
+    info = {**base.info, "family": family, "base_family": base_family}
+    if "reward" not in base.train:
+        return Generated(base.train, base.evals, base.signals, info)
+    train, signals = dict(base.train), dict(base.signals)
+    reward = np.asarray(train["reward"], dtype=np.float64)
+    c, c0 = rng.uniform(0.5, 1.0), rng.uniform(0.2, 0.6)
+    first = reward[: max(1, len(reward) // 10)].mean()
+    sd = math.sqrt(c0 * (1 - c0) / SHAPE_SD["eval_items"])
+    train[FORMAT_KEY] = reward.copy()
+    train[CHECK_KEY] = np.clip(c0 + c * (reward - first) + sd * rng.standard_normal(len(reward)), 0.0, 1.0)
+    train[CLIPPED_KEY] = np.clip(rng.uniform(0.01, 0.2) + 0.01 * rng.standard_normal(len(reward)), 0.0, 1.0)
+    signals.update({"reward:format_reward": FORMAT_KEY, "reward:exact_match": CHECK_KEY,
+                    "truncation_rate": CLIPPED_KEY})
+    return Generated(train, base.evals, signals, info)

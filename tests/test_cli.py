@@ -83,7 +83,9 @@ def test_terminal_report_shows_root_check_first_and_downstream():
     result = invoke("check", str(SAMPLES / "grpo_math_reward_hacking"))
     assert result.exit_code == 1
     out = result.stdout
-    assert "FAIL  root: layer 1 (data & reward)" in out
+    # the headline may name a rule too noisy to tell between the verdict and the root (AIME's 0.197 -> 0.151
+    # from 30 problems: L1.eval-below-start)
+    assert out.startswith("grpo_math_reward_hacking  FAIL") and "root: layer 1 (data & reward)" in out.splitlines()[0]
     assert "Check first (layer 1, data & reward)" in out
     assert "do not fix from the bottom up" in out
     assert "resumed" in out

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from stabdiag.judge.diagnosis import Status
-from stabdiag.judge.engine import diagnose
+from stabdiag.judge.diagnosis import Finding, Status
+from stabdiag.judge.engine import _mark_downstream, _root, diagnose
 from tests.casegen import make_run
 
 CALM = {
@@ -107,3 +107,39 @@ def test_to_dict_round_trips_through_json():
     diag = diagnose(run_with(grad_norm={"ramp": [0.8, 0.8], "lognoise": 0.2, "set": {200: "inf"}}))
     data = json.loads(json.dumps(diag.to_dict(), allow_nan=False))
     assert data["root_layer"] == 3 and data["first_nonfinite_step"] == 200
+
+
+def _finding(rule: str, layer: int, onset: int, low: int, high: int) -> Finding:
+    return Finding(rule=rule, layer=layer, severity="fail", title=rule, start_step=low, end_step=high + 50,
+                   message=rule, evidence={"onset_low": low, "onset_high": high}, check_first=(), onset=onset)
+
+
+def test_a_signal_that_moves_only_after_another_layers_change_point_is_its_consequence():
+    """Issue 44 item 4, both orders.  Truncation (layer 1) that jumps at step 160, inside the interval of a
+    policy collapse dated 150 (140-170), moved only after it: the root is layer 2 and the truncation is
+    downstream, though their intervals overlap (the layer order alone had rooted it at layer 1).  The
+    reverse - truncation at 140 (130-150) before a collapse at 150 - is rooted at layer 1."""
+    collapse = _finding("L2.entropy-collapse", 2, 150, 140, 170)
+    after = _finding("L1.truncation-climb", 1, 160, 150, 165)
+    root = _root([after, collapse])
+    assert root is collapse
+    marked = {f.rule: f for f in _mark_downstream([after, collapse], root)}
+    assert marked["L1.truncation-climb"].downstream
+    assert "after the change point of L2.entropy-collapse" in marked["L1.truncation-climb"].downstream_reason
+
+    before = _finding("L1.truncation-climb", 1, 140, 130, 150)
+    root = _root([before, collapse])
+    assert root is before
+    assert {f.rule: f.downstream for f in _mark_downstream([before, collapse], root)} == {
+        "L1.truncation-climb": False, "L2.entropy-collapse": True}
+
+
+def test_a_change_that_could_have_come_first_is_no_consequence():
+    """A straight rise from the start is dated somewhere in a wide interval (340, 3-359): it may have moved
+    before the collapse at 150, so time cannot order them and the layer order roots it at layer 1; the same
+    at one step with the collapse is a tie too."""
+    collapse = _finding("L2.entropy-collapse", 2, 150, 140, 170)
+    wide = _finding("L1.reward-eval-divergence", 1, 340, 3, 359)
+    assert _root([wide, collapse]) is wide
+    same = _finding("L1.truncation-climb", 1, 150, 140, 170)
+    assert _root([same, collapse]) is same

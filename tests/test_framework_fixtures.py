@@ -98,3 +98,19 @@ def test_a_tree_of_ten_output_dirs_is_ten_runs_and_never_exit_2(tmp_path):
     import json
     names = sorted(r["run"] for r in json.loads(result.stdout)["runs"])
     assert names == SCENARIOS and len(names) == 10
+
+
+def test_cause_before_consequence_in_both_orders(runs):
+    """Issue 44 item 4 on real TRL runs, both orders.  lr 1.0 collapses the policy first (entropy 3.76 ->
+    0.12 in one step) and every group's rewards become equal after it: the root is layer 2 and each
+    layer-1 finding is its consequence or downstream of it.  A reward that pays length alone moves first
+    (truncation 0.02 -> 0.84 while the weight-0 checks stay flat): the root is layer 1, and no finding of a
+    deeper layer is read as its cause."""
+    collapse = diagnose(runs["grpo_entropy_collapse"][0])
+    assert collapse.root_layer == 2
+    layer1 = [f for f in collapse.findings if f.layer == 1]
+    assert layer1 and all(f.downstream or (f.explained_by or "").startswith("L2.") for f in layer1), \
+        [(f.rule, f.explained_by, f.downstream) for f in layer1]
+    hack = diagnose(runs["grpo_length_hack"][0])
+    assert hack.root_layer == 1
+    assert all(f.downstream for f in hack.findings if f.layer > 1)

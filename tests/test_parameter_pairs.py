@@ -37,7 +37,6 @@ UNFLIPPED = frozenset({
     ("L1.reward-component-divergence", "min_tracking_gain"),
     ("L1.reward-component-divergence", "max_flat_share"),
     ("L1.reward-eval-divergence", "max_flat_gain_rel"),
-    ("L1.truncation-climb", "edge_frac"),
     ("L1.zero-variance-groups", "min_stretch_frac_of_run"),
     ("L1.zero-variance-groups", "easy_level"),
     ("L1.zero-variance-groups", "hard_level"),

@@ -137,6 +137,12 @@ def test_a_rule_naming_a_consequence_of_an_unknown_rule_is_refused(tmp_path):
         load_rules([tmp_path])
 
 
+def test_clean_passes_layer_must_be_a_boolean(tmp_path):
+    (tmp_path / "a.toml").write_text(GOOD.replace('example =', 'clean_passes_layer = "no"\nexample ='))
+    with pytest.raises(RuleError, match="clean_passes_layer must be true or false"):
+        load_rules([tmp_path])
+
+
 def test_every_message_quotes_only_its_detectors_evidence_and_every_finding_returns_only_declared_fields():
     """The declared evidence fields are the detectors' real ones: every finding of every rule case returns
     no field its detector does not declare (so a message checked at load time cannot quote a field that

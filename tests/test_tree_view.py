@@ -83,7 +83,9 @@ def test_quiet_is_the_table_and_verbose_the_full_view(ten_runs):
 
 def test_one_run_leads_with_its_verdict_and_what_to_check_first():
     out = lines(str(SAMPLES / "grpo_math_reward_hacking"))
-    assert out[0].startswith("grpo_math_reward_hacking  FAIL  root: layer 1 (data & reward)")
+    # the sample's AIME falls 0.197 -> 0.151 (the seed's 18% -> 15%), not surely: its headline also names
+    # L1.eval-below-start as too noisy to tell, between the verdict and the root
+    assert out[0].startswith("grpo_math_reward_hacking  FAIL") and out[0].endswith("root: layer 1 (data & reward)")
     screen = "\n".join(out[:24])
     assert "Check first (layer 1, data & reward):" in screen and "1. Read 20 of the highest-reward" in screen
     assert "key evidence" in "\n".join(out)

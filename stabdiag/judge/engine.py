@@ -2,15 +2,19 @@
 
 Each rule comes out one of three ways: a finding, judged and clean, or not judged (a signal it needs is
 missing, or the data is too short or too sparse; the detector says why).  A layer passes only when one
-of its rules judged the run and none fired; a run with no judged layer is `unknown`, never `pass`.
+of its rules judged the run and none fired (a rule whose clean reading is marked `clean_passes_layer =
+false` counts only beside another); a run with no judged layer is `unknown`, never `pass`.
 
 The root is chosen by time: among the failing findings (else the warning ones) that no other rule
 explains as a consequence, the one whose onset comes first (a trend's onset is the change point of its
-signal, with a 95% interval; an event's is its step); where onset intervals overlap, the shallowest layer
-among them wins, the layer order breaking ties only when time cannot.  Findings in deeper layers are
-downstream, because a layer's failure makes every layer under it suspect (seed 000: lowering the LR did
-nothing when the cause was the reward), and so are findings in shallower layers that began after the
-root's interval (a reward that diverges after the policy collapsed); each says why.  Cause comes before
+signal, with a 95% interval; an event's is its step).  A signal of another layer that moves only at or
+after that change point is its consequence, within its interval too: its onset comes later and its
+interval does not reach back before the start of the cause's (truncation that jumps as the policy
+collapses is the collapse's).  Where onset intervals still overlap, the shallowest layer among them wins,
+the layer order breaking ties only when time cannot.  Findings in deeper layers are downstream, because a
+layer's failure makes every layer under it suspect (seed 000: lowering the LR did nothing when the cause
+was the reward), and so are findings in shallower layers that began after the root's interval or moved
+only after its change point (a reward that diverges after the policy collapsed); each says why.  Cause comes before
 consequence: a finding a rule declares a consequence of another (equal rewards in every group after
 entropy hit 0) is explained by it when that one began first, and is never the root.  Behaviour rules
 judge the run only up to its first *persistent* non-finite step: after that the numbers describe a
@@ -30,8 +34,9 @@ from .. import _stats as st
 from ..read.run import Run, is_bookkeeping
 from ..signals.resolve import Signals, default_alias_table, resolve
 from .detectors import CHAIN, Curve, Evidence, NotJudged, Quiet
+from .detectors.early import PLACEHOLDER_SIGNALS, placeholder_at_start
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
-from .rules import RUN_INPUTS, Rule, load_rules, select_rules
+from .rules import EVAL_ANY, RUN_INPUTS, Rule, load_rules, select_rules
 from .stats.evidence import hinge_onset
 
 LAYERS = (1, 2, 3, 4)
@@ -52,6 +57,25 @@ def persistent_nonfinite_step(signals: Signals) -> int | None:
     return min(firsts) if firsts else None
 
 
+def without_placeholders(signals: Signals) -> Signals:
+    """The signals a step cannot measure as 0 (early.PLACEHOLDER_SIGNALS) without a recorder's placeholder 0.0
+    at their first logged step (early.placeholder_at_start), said in a note.  An eval, a reward or a fraction
+    keeps its first point whatever it reads: a score of 0 before training is data."""
+    trimmed: dict = {}
+    said: list[str] = []
+    for name in PLACEHOLDER_SIGNALS:
+        s = signals.series.get(name)
+        if s is None or not placeholder_at_start(s.values):
+            continue
+        trimmed[name] = replace(s, steps=s.steps[1:], values=s.values[1:],
+                                wall_time=None if s.wall_time is None else s.wall_time[1:])
+        said.append(f"{s.key} at step {int(s.steps[0])}")
+    if not trimmed:
+        return signals
+    note = "read as a recorder's placeholder, not data: the 0.0 of " + ", ".join(said)
+    return replace(signals, series={**signals.series, **trimmed}, notes=(*signals.notes, note))
+
+
 def _curve(signals: Signals, name: str, cutoff: int | None) -> Curve | None:
     s = signals.get(name)
     if s is None or len(s) == 0:
@@ -66,9 +90,14 @@ def _curve(signals: Signals, name: str, cutoff: int | None) -> Curve | None:
 
 
 def _wired(signals: Signals, name: str, cutoff: int | None) -> Curve | list[Curve] | None:
-    """What a rule's input receives: a family (`reward:*`) as its list of curves, a signal as its curve."""
+    """What a rule's input receives: a family (`reward:*`) as its list of curves, a signal as its curve.
+    `eval:*` stands for every independent check the run logs: its evals, and beside them a reward function
+    logged with weight 0 or an accuracy under its own key (Signals.checks, signals/checks.py)."""
     if name.endswith(":*"):
-        return [c for n in signals.matching(name) if (c := _curve(signals, n, cutoff)) is not None]
+        names = signals.matching(name)
+        if name == EVAL_ANY:
+            names = [*names, *(n for n in signals.checks if n in signals.series)]
+        return [c for n in names if (c := _curve(signals, n, cutoff)) is not None]
     return _curve(signals, name, cutoff)
 
 
@@ -126,17 +155,18 @@ def _finding(rule: Rule, ev: Evidence, kind: str, ending=None) -> Finding:
 
 
 def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> list[Finding]:
-    """A finding whose rule names the rule of an earlier finding as a possible cause (equal rewards
-    after entropy collapsed) becomes a warning explained by it, so it cannot be the root."""
+    """A finding whose rule names the rule of another finding as a possible cause (equal rewards after
+    entropy collapsed) becomes a warning explained by it, so it cannot be the root, when its signal moved
+    at or after that one's change point: its onset is not before the start of the cause's onset interval."""
     out = []
     for f in findings:
         rule = rules[f.rule]
         # a cause that is itself explained by the data (an entropy drop after all-correct groups) cannot
         # turn that data finding into its consequence
-        causes = [c for c in findings if c.rule in rule.consequence_of and c.start_step <= f.start_step
+        causes = [c for c in findings if c.rule in rule.consequence_of and c.onset_interval[0] <= f.onset
                   and not c.explained_by]
         if causes:
-            cause = max(causes, key=lambda c: (SEVERITY_RANK[c.severity], -c.start_step))
+            cause = max(causes, key=lambda c: (SEVERITY_RANK[c.severity], -c.onset))
             values = {**f.evidence, "kind": "every sample of a group alike"} if "kind" in f.evidence else f.evidence
             message = _message(rule, Evidence(f.start_step, f.end_step, values))
             f = replace(f, severity="warn", explained_by=cause.rule, evidence=values,
@@ -176,14 +206,25 @@ def _not_for_kind(rule: Rule, missing: list[str], kind: str) -> str:
     return f"an RL run's rule: it reads {', '.join(missing)}, which an SFT/pretraining run does not log"
 
 
+def _moved_after(f: Finding, cause: Finding) -> bool:
+    """`f` (of another layer) moved only at or after `cause`'s change point: its onset comes after that
+    one's, and its onset interval does not reach back before the start of that one's (a signal whose own
+    change could have come first - a straight rise dated anywhere in a wide interval - is not its
+    consequence)."""
+    return f.layer != cause.layer and cause.onset < f.onset and cause.onset_interval[0] <= f.onset_interval[0]
+
+
 def _root(findings: list[Finding]) -> Finding | None:
     """The finding the run's trouble starts from, by time: among failing findings (else warnings) that no
     other rule explains as its consequence, the one whose onset comes first; where other such findings'
     onset intervals overlap its interval, the one of the shallowest layer among them (seed 000's layer
-    order breaks ties only when time cannot)."""
+    order breaks ties only when time cannot).  A finding whose signal moved only at or after the change
+    point of another layer's finding (_moved_after) is that one's consequence, within its interval too
+    (truncation that jumps as the policy collapses is the collapse's, not an earlier layer-1 cause)."""
     causes = [f for f in findings if not (f.explained_by or "").startswith("L")]
     for severity in ("fail", "warn"):
         ranked = [f for f in causes if f.severity == severity]
+        ranked = [f for f in ranked if not any(_moved_after(f, g) for g in ranked)] or ranked
         if ranked:
             first = min(ranked, key=lambda f: (f.onset, f.layer))
             low, high = first.onset_interval
@@ -194,7 +235,8 @@ def _root(findings: list[Finding]) -> Finding | None:
 
 def _mark_downstream(findings: list[Finding], root: Finding | None) -> list[Finding]:
     """Findings outside the root's layer are read as after it: deeper layers (a layer's failure makes
-    every layer under it suspect) and shallower ones whose onset comes after the root's interval."""
+    every layer under it suspect) and shallower ones whose onset comes after the root's interval, or that
+    moved only after its change point (_moved_after)."""
     if root is None:
         return findings
     out = []
@@ -204,6 +246,10 @@ def _mark_downstream(findings: list[Finding], root: Finding | None) -> list[Find
             reason = f"below the root layer {root.layer}"
         elif f.layer < root.layer and f.onset_interval[0] > root.onset_interval[1]:
             reason = f"began at step {f.onset}, after {root.rule} (from step {root.onset})"
+        elif f.layer < root.layer and _moved_after(f, root):
+            low, high = root.onset_interval
+            reason = (f"began at step {f.onset}, after the change point of {root.rule} (step {root.onset}, "
+                      f"95% interval {low}-{high})")
         out.append(replace(f, downstream=True, downstream_reason=reason) if reason else f)
     return out
 
@@ -269,7 +315,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     adds what stabdiag.advise makes of the judgement (cost, forecasts, methods); it is passed in because
     judging never imports the layers above it."""
     rules = select_rules(rules if rules is not None else load_rules(), select, ignore)
-    signals = resolve(run, mapping, guess=guess)
+    signals = without_placeholders(resolve(run, mapping, guess=guess))
     cutoff = persistent_nonfinite_step(signals)
     findings: list[Finding] = []
     quiet_notes: list[str] = []       # judged clean, with a reason a user should see (sharpening)
@@ -293,6 +339,11 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
         elif result is not None:
             findings.append(_finding(rule, result, signals.kind, run.meta.get("ending")))
     by_id = {r.id: r for r in rules}
+    for layer, ids in judged.items():
+        # a rule whose clean reading does not pass a layer by itself (L1.eval-below-start: an eval that did
+        # not fall says nothing of a reward that rose beside it) counts only beside one that does
+        if not any(by_id[i].clean_passes_layer for i in ids):
+            judged[layer] = []
     findings = _explain_consequences(_with_change_points(findings, signals, by_id), by_id)
     root_finding = _root(findings)
     root = root_finding.layer if root_finding is not None else None

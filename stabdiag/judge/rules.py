@@ -25,7 +25,7 @@ _ID = re.compile(r"^L([1-4])\.[a-z0-9]+(-[a-z0-9]+)*$")
 _REQUIRED = ("id", "layer", "title", "severity", "status", "since", "detector", "message", "why",
              "check_first", "references", "signals", "example")
 _OPTIONAL = ("optional_signals", "params", "known_limits", "aliases", "requires", "check_first_sft",
-             "check_first_hardware", "consequence_of")
+             "check_first_hardware", "consequence_of", "clean_passes_layer")
 EVAL_ANY = "eval:*"
 REWARD_COMPONENTS = "reward:*"
 FAMILIES = (EVAL_ANY, REWARD_COMPONENTS)     # wirings that stand for every signal of a family
@@ -62,6 +62,9 @@ class Rule:
     check_first_sft: tuple[str, ...] = ()   # the advice for SFT / pretraining runs, where it differs
     check_first_hardware: tuple[str, ...] = ()   # ... for a run that died of a GPU hardware fault (ECC, Xid)
     consequence_of: tuple[str, ...] = ()    # rules whose earlier finding explains this one's
+    clean_passes_layer: bool = True         # false: judged clean it passes its layer only beside another
+                                            # rule that judged it (an eval that did not fall says nothing of
+                                            # a reward that rose)
     source: str = field(default="", compare=False)
 
     @property
@@ -205,6 +208,8 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
         raise fail("example needs both 'fires' and 'quiet'", "example")
     if not 2 <= len(body["check_first"]) <= 5:
         raise fail("check_first needs 2 to 5 steps", "check_first")
+    if not isinstance(body.get("clean_passes_layer", True), bool):
+        raise fail("clean_passes_layer must be true or false", "clean_passes_layer")
     requires = body.get("requires", "all")
     if requires not in ("all", "any", "event"):
         raise fail(f"requires must be 'all', 'any' or 'event'; got {requires!r}", "requires")
@@ -219,7 +224,7 @@ def _validate(body: dict, path: str, text: str, table: AliasTable) -> Rule:
         check_first_sft=tuple(body.get("check_first_sft", ())),
         check_first_hardware=tuple(body.get("check_first_hardware", ())),
         consequence_of=tuple(body.get("consequence_of", ())),
-        source=path)
+        clean_passes_layer=body.get("clean_passes_layer", True), source=path)
 
 
 def _check_params(spec: DetectorSpec, body: dict, fail) -> dict[str, float]:

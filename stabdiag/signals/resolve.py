@@ -21,6 +21,7 @@ import numpy as np
 from .. import _toml
 from ..errors import ConfigError, RuleError
 from ..read.run import Run, Series
+from .checks import CHECK_PREFIX, find_checks, is_correctness_name
 from .guess import NamePatterns, guess_signals
 from .units import decide_units
 
@@ -74,10 +75,18 @@ class AliasTable:
     frameworks: tuple[Fingerprint, ...] = ()
     component_patterns: tuple[re.Pattern, ...] = ()
     not_components: tuple[str, ...] = ()
+    correctness: re.Pattern = re.compile(r"(?!)")      # names of checks (signals/checks.py)
+    form: re.Pattern = re.compile(r"(?!)")
+    check_patterns: tuple[re.Pattern, ...] = ()
+    not_checks: tuple[str, ...] = ()
 
     def is_known(self, signal: str) -> bool:
         return signal in self.signals or any(signal.startswith(p) and len(signal) > len(p)
-                                             for p in (EVAL_PREFIX, COMPONENT_PREFIX))
+                                             for p in (EVAL_PREFIX, COMPONENT_PREFIX, CHECK_PREFIX))
+
+    def is_correctness(self, signal: str) -> bool:
+        """A reward component named for being right (accuracy, exact match, ...), not for form."""
+        return is_correctness_name(signal, self.correctness, self.form)
 
     def fits(self, signal: str, kind: str) -> bool:
         """Whether a run of this kind ("rl" or "sft") logs the signal, so that it may be told to start
@@ -101,6 +110,7 @@ class Signals:
     units: dict[str, str] = field(default_factory=dict)   # signal -> unit, where signals decided one
     guessed: dict[str, str] = field(default_factory=dict)   # signal -> the name pattern that guessed it
     ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)   # signal -> keys tied for it
+    checks: dict[str, str] = field(default_factory=dict)   # independent check -> why (signals/checks.py)
 
     def get(self, name: str) -> Series | None:
         return self.series.get(name)
@@ -166,11 +176,18 @@ def parse_alias_table(text: str, path: str, *, shipped: bool = False) -> AliasTa
         derivations.append(Derivation(body["signal"], keys, weights, float(body.get("offset", 0.0)), matching))
     frameworks = tuple(Fingerprint(str(body["name"]), tuple(tuple(g) for g in body.get("match", [])))
                        for body in data.get("framework", []))
+    check = data.get("check", {})
+    try:
+        correctness, form = re.compile(check.get("correctness", "(?!)"), re.IGNORECASE), \
+            re.compile(check.get("form", "(?!)"), re.IGNORECASE)
+    except re.error as exc:
+        raise RuleError(path, f"check: not a regular expression ({exc})", line=_toml.line_of(text, "[check]")) from None
     return AliasTable(signals, tuple(_pattern(p) for p in ev.get("patterns", [])),
                       tuple(ev.get("not_scores", [])), tuple(ev.get("strip_suffixes", [])),
                       tuple(_pattern(p) for p in ev.get("loss_patterns", [])), tuple(derivations), frameworks,
                       tuple(_pattern(p) for p in data.get("component", {}).get("patterns", [])),
-                      tuple(data.get("component", {}).get("not_names", [])))
+                      tuple(data.get("component", {}).get("not_names", [])), correctness, form,
+                      tuple(_pattern(p) for p in check.get("patterns", [])), tuple(check.get("not_names", [])))
 
 
 @lru_cache(maxsize=1)
@@ -261,12 +278,17 @@ def resolve(run: Run, mapping: dict[str, str] | None = None, table: AliasTable |
         series[EVAL_PREFIX + name] = keys[key]
         used.add(key)
     _components(series, keys, used, table)
+    checks = find_checks(series, keys, used, table.correctness, table.form, table.check_patterns, table.not_checks)
+    checks.update({name: "given with --map" for name in chosen if name.startswith(CHECK_PREFIX)})
+    if checks:
+        notes.append("read as independent checks beside the evals: "
+                     + ", ".join(f"{name} ({why})" for name, why in checks.items()))
     guessed, ambiguous = _guesses(series, keys, used, notes, patterns) if guess else ({}, {})
     units = decide_units(series, notes)
     unmapped = tuple(k for k in keys if k not in used)
     framework = detect_framework(run, table)
     notes.extend(_coverage_notes(series))
-    return Signals(run, series, unmapped, tuple(notes), framework, units, guessed, ambiguous)
+    return Signals(run, series, unmapped, tuple(notes), framework, units, guessed, ambiguous, checks)
 
 
 def _guesses(series: dict[str, Series], keys: dict[str, Series], used: set[str], notes: list[str],

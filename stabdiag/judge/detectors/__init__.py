@@ -23,6 +23,7 @@ from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param, Quiet
 from .clipping import fraction_held_high
 from .divergence import growth_while_flat, trend_divergence
 from .ending import ended_unfinished
+from .eval_drop import drop_below_start
 from .excursions import climb_from_best, level_excursion, recovered_climb
 from .levels import level_above, log_ratio_off
 from .numeric import (
@@ -125,8 +126,8 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_end_frac", 0.05, 1, "the fraction ends at least this high (a warning)"),
         _p("fail_end_frac", 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),
         _p("min_climb", 0.01, 1, "... having climbed by at least this much (absolute, 0-1)"),
-        _p("min_rise_z", 1, 20, "while the reward's trend is this many standard errors clear of 0 "
-                                "(autocorrelation-corrected)"),
+        _p("min_rise_z", 1, 20, "while the reward's end level minus its start level, over the whole run, is this "
+                                "many standard errors clear of 0 (from its own noise)"),
         _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets start and end levels"),
         _bound("min_steps", 5, 1e6, "shortest run judged, in steps"))),
     DetectorSpec("growth_while_steady", growth_while_steady, (
@@ -135,6 +136,13 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets start and end levels"),
         _bound("min_steps", 5, 1e6, "shortest run judged, in steps"))),
     DetectorSpec("rise_from_best", rise_from_best, _CLIMB),
+    DetectorSpec("drop_below_start", drop_below_start, (
+        _p("min_drop_share", 0.01, 1, "how large: the drop as a share of the eval's start level"),
+        _p("min_drop_z", 1, 20, "how sure: the drop's interval is this many standard errors either side (from "
+                                "the eval's own noise; more beside several evals), and must clear 0"),
+        _p("edge_frac", 0.01, 0.5, "fraction of the eval's step span whose mean sets its end level (at least its "
+                                   "last third of points)"),
+        _bound("min_points", 3, 1e6, "fewest points an eval needs to be read"))),
     DetectorSpec("kl_entropy_joint", kl_entropy_joint, (
         _p("window_steps", 5, 1e6, "window in which KL and entropy are compared, in steps (never under one "
                                    "logging interval, nor over half the run)"),
@@ -255,7 +263,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
 # comes from one change-point model (evidence.hinge_onset); the others report events at their own step
 _TRENDS = frozenset({"trend_divergence", "component_divergence", "growth_while_flat", "fraction_climb_while_rising",
                      "growth_while_steady", "kl_entropy_joint", "floor_breach", "collapse_below",
-                     "high_fraction_sustained"})
+                     "high_fraction_sustained", "drop_below_start"})
 DETECTORS = {name: replace(spec, trend=True) if name in _TRENDS else spec for name, spec in DETECTORS.items()}
 
 # the Evidence fields each detector returns: a rule's message template is checked against them at load time
@@ -271,10 +279,12 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "collapse_below": ("first_step", "frac", "initial", "key", "level", "signal"),
     "component_divergence": _RISE, "trend_divergence": _RISE,
     "ended_on_failure": _ENDING, "ended_on_nonfinite": _ENDING, "ended_unfinished": _ENDING,
+    "drop_below_start": ("baseline", "drop", "drop_low", "drop_share", "drop_z", "end_level", "key", "signal",
+                         "start_level", "start_step", "sure", "sure_z"),
     "first_nonfinite": ("count", "first_steps", "key", "kind", "recovered", "signal", "step", "then"),
     "floor_breach": ("early", "floor", "floor_frac", "key", "last", "lowest", "signal"),
-    "fraction_climb_while_rising": ("frac_end", "frac_start", "key", "reward_end", "reward_key", "reward_rise_z",
-                                    "reward_start", "reward_trend", "signal"),
+    "fraction_climb_while_rising": ("frac_end", "frac_start", "key", "reward_during_climb", "reward_end",
+                                    "reward_key", "reward_rise_z", "reward_start", "reward_trend", "signal"),
     "frozen_values": ("key", "points", "signal", "steps", "value"),
     "growth_while_flat": ("eval_changes", "evals", "growth", "key", "level_end", "level_start", "signal"),
     "growth_while_steady": ("growth", "key", "level_end", "level_start", "loss", "signal"),

@@ -1,8 +1,9 @@
 """Policy-change detectors: KL and entropy read together, a floor under entropy, and entropy collapse.
 
-Early levels come from the first logged values, before any collapse: a policy destroyed at step 1 has
-no "early run" to compare with except its first points.  Difficulty (all-equal groups) explains an
-entropy drop only when it was already high before the drop began.
+A floor is a share of the early level read as a window's median (early.early_level: one high first point
+does not raise it); a collapse is read against the highest of the first points, because a policy
+destroyed at step 1 has no "early run" to compare with except its first points.  Difficulty (all-equal
+groups) explains an entropy drop only when it was already high before the drop began.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 from ... import _stats as st
 from ..stats import evidence as ev
 from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged, Quiet, _smooth_window
+from .early import early_level
 
 MAX_SMOOTH_POINTS = 101
 _FULL_MEDIAN_POINTS = 20_000    # up to here a running median over every point costs less than 400 windows
@@ -197,8 +199,9 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
                  reward: Curve | None = None, *,
                  floor_frac, early_frac, min_breach_steps, min_breach_frac_of_run,
                  explained_zero_std_frac) -> Evidence | NotJudged | Quiet | None:
-    """The running median of `values` stays below `floor_frac` x its early level (the higher of its first
-    points and the median of the first `early_frac` of its step span) for at least `min_breach_steps` steps
+    """The running median of `values` stays below `floor_frac` x its early level (the higher of the median of
+    its first 3 points and the median over the first `early_frac` of its step span: never one point, so an
+    early high point does not raise the floor) for at least `min_breach_steps` steps
     and `min_breach_frac_of_run` of the run.  A breach that zero-variance groups explain (`difficulty` at or
     above `explained_zero_std_frac` already before it) is reported as their consequence; a fall during which
     an eval in `evals` improved surely, and `reward` did not fall, is sharpening: a note, not a finding."""
@@ -206,7 +209,7 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
     if len(v.steps) < 10 or v.span < min_breach_steps:
         return NotJudged(f"{v.signal} covers {v.span} steps in {len(v.steps)} points; a breach of "
                          f"{min_breach_steps:g} steps and 10 points are needed")
-    early = max(st.edge_level_by_steps(v.steps, v.values, early_frac), first_level(v))
+    early = early_level(v.steps, v.values, early_frac)
     if early <= 0:
         return NotJudged(f"{v.signal} starts at {early:.3g}; a floor is a fraction of a positive level")
     floor = floor_frac * early
@@ -215,8 +218,13 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
     stretch = st.first_long_run(v.steps, smooth < floor, need)
     if stretch is not None:
         a, b = stretch
-        explained = _explained(difficulty, float(v.steps[a]), explained_zero_std_frac)
-        if not explained and (quiet := _sharpening(evals, v, float(v.steps[b]), early, reward)) is not None:
+        # the fall is read from where the entropy left its first points' highest value (the sharpening window
+        # then errs early: it reads more of an eval's gain, a note rather than a finding, never less), and
+        # all-equal groups explain it only if they were the norm before that, not merely before the floor
+        # was crossed (a floor under a level the first steps already collapsed is crossed late)
+        began = max(early, first_level(v))
+        explained = _explained(difficulty, _fall_start(v, float(v.steps[a]), began), explained_zero_std_frac)
+        if not explained and (quiet := _sharpening(evals, v, float(v.steps[b]), began, reward)) is not None:
             return quiet
         return Evidence(int(v.steps[a]), int(v.steps[b]), {
             "signal": v.signal, "key": v.key, "early": early, "floor": floor, "floor_frac": floor_frac,

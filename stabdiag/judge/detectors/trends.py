@@ -9,13 +9,12 @@ answer), and an eval's movement against its own level and noise (an eval in perc
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ... import _stats as st
+from ...signals.resolve import default_alias_table
 from ..stats import evidence as ev
-from ..stats.change import CLEAN, FINDING
+from ..stats.change import CLEAN, FINDING, end_minus_start
 from ._base import (
     Curve,
     Evidence,
@@ -27,10 +26,8 @@ from .divergence import trend_divergence
 from .excursions import climb_values, held_climb, read_climbs
 
 _SMALL_SHARE = 0.3       # a rise under this share of a curve's range is small (the divergence rule's min_rise_share)
-
-
-_CORRECTNESS = re.compile(r"acc|correct|exact|match|verif|pass|solve|right|math|answer|equiv|judge|score|test",
-                          re.IGNORECASE)
+_OVERLAP_SHARE = 0.25    # the reward had made this share of its rise by the end of the truncation's climb, and
+                         # had this share still to make at its start: the two moved together
 
 
 def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_frac, min_stretch_steps,
@@ -73,20 +70,24 @@ def _equal_group_kind(level: Curve | None, lo: int, hi: int, easy: float, hard: 
     return plain + " (all-correct and all-wrong mixed)"
 
 
-def component_divergence(components: list[Curve], **params) -> Evidence | NotJudged | None:
-    """A component of `components` not named for correctness (format, length, ...) climbs while those named
-    for correctness (accuracy, exact match, verifier, ...) stay flat: the policy is being paid for form,
-    length or format, not for being right (open-r1: format 0.48 -> 0.86 while accuracy 0.16 -> 0.06). Each
-    other component is read as trend_divergence's rising curve, surely (`min_rise_z`) and largely
-    (`min_rise_share` of its range), against the correctness components as its evals, in the components'
-    shared unit: a correctness gain under `max_flat_gain_rel` of the other component's rise is flat.  A
-    component whose large climb the data can neither confirm nor rule out leaves the rule too noisy to tell;
-    without both kinds of component it is not judged."""
-    checks = [c for c in components if is_correctness(c.signal)]
-    others = [c for c in components if not is_correctness(c.signal)]
+def component_divergence(components: list[Curve], checks: list[Curve] | None = None,
+                         **params) -> Evidence | NotJudged | None:
+    """A component of `components` that is not a check (format, length, ...) climbs while the checks among
+    them (those named for correctness - accuracy, exact match, verifier, ... - and those the run logs with
+    weight 0, which `checks` lists) stay flat: the policy is being paid for form, length or format, not for
+    being right (open-r1: format 0.48 -> 0.86 while accuracy 0.16 -> 0.06). Each other component is read as
+    trend_divergence's rising curve, surely (`min_rise_z`) and largely (`min_rise_share` of its range),
+    against the checks as its evals, in the components' shared unit: a correctness gain under
+    `max_flat_gain_rel` of the other component's rise is flat.  A component whose large climb the data can
+    neither confirm nor rule out leaves the rule too noisy to tell; without both kinds of component it is
+    not judged."""
+    logged = {c.signal for c in checks or ()}
+    is_check = [is_correctness(c.signal) or c.signal in logged for c in components]
+    checks = [c for c, check in zip(components, is_check) if check]
+    others = [c for c, check in zip(components, is_check) if not check]
     if not checks or not others:
-        return NotJudged("needs a correctness component and another component; the run logs "
-                         + (", ".join(c.signal for c in components) or "none"))
+        return NotJudged("needs a correctness component (or one logged with weight 0) and another component; "
+                         "the run logs " + (", ".join(c.signal for c in components) or "none"))
     unjudged: list[NotJudged] = []
     judged = False
     for other in others:
@@ -108,26 +109,29 @@ def component_divergence(components: list[Curve], **params) -> Evidence | NotJud
 
 
 def is_correctness(signal: str) -> bool:
-    """A reward component that measures being right rather than form (by its name)."""
-    return _CORRECTNESS.search(signal.split(":", 1)[-1]) is not None and not re.search(
-        r"format|length|len\b|xml|tag|style|count", signal, re.IGNORECASE)
+    """A reward component that measures being right rather than form (by its name: signals.toml [check])."""
+    return default_alias_table().is_correctness(signal)
 
 
 def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curve] | None = None, *,
                                 min_end_frac, fail_end_frac, min_climb, min_rise_z, edge_frac,
                                 min_steps) -> Evidence | NotJudged | Quiet | None:
     """`fraction` (responses cut off at the length cap) climbs by at least `min_climb` to end at or above
-    `min_end_frac` (levels of the first and last `edge_frac` of its step span) while `rising` rises over the
-    climb, its two-phase trend `min_rise_z` standard errors clear of 0 after the autocorrelation correction:
-    the reward pays for length even though the cap keeps length from doubling.  Ending under `fail_end_frac`
-    warns (the answers may need more room); at or above it nearly every answer is cut off: it fails.  A reward
-    rise neither confirmed nor ruled out is too noisy to tell; an eval in `evals` that improved surely over
-    the climb makes it a note (the longer answers are buying accuracy), not a finding; a run shorter than
-    `min_steps` steps is not judged.
+    `min_end_frac` (levels of the first and last `edge_frac` of its step span) while `rising` rises: its
+    level over the last `edge_frac` of the run minus its level over the first, `min_rise_z` standard errors
+    clear of 0 from its own noise and at least a third of its smoothed range, with a quarter of that rise
+    made by the end of the fraction's climb (nine tenths of its way) and a quarter still to make at its
+    start (a tenth of its way): the reward pays for length
+    even though the cap keeps length from doubling.  Ending under `fail_end_frac` warns (the answers may
+    need more room); at or above it nearly every answer is cut off: it fails.  A reward rise neither
+    confirmed nor ruled out is too noisy to tell; an eval in `evals` that improved surely over the climb
+    makes it a note (the longer answers are buying accuracy), not a finding; a run shorter than `min_steps`
+    steps is not judged.
 
-    The reward is read while the fraction climbs (from a tenth to nine tenths of its way), on a two-phase fit:
-    a reward that climbs and then holds at the cap leaves a straight line's residuals autocorrelated by the
-    misfit.  Seed 000: a loophole is reward up while the eval does not move."""
+    The reward is read over the whole run (stats/change.py), where its noise and its rise are best seen: read
+    only inside the climb (a few tens of points), a reward that climbed with the cap was 'too noisy to tell'
+    (z 1.8) where the whole run showed it at z 4.3 (shared/real_runs grpo_c_length_hack).  Seed 000: a
+    loophole is reward up while the eval does not move."""
     f, r = fraction.finite(), rising.finite()
     if len(f.steps) < 10 or f.span < min_steps or len(r.steps) < 10:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a climb is judged over "
@@ -136,41 +140,41 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curv
     end = st.edge_level_by_steps(f.steps, f.values, edge_frac, end=True)
     if end < min_end_frac or end - start < min_climb:
         return None
-    # the reward is read while the fraction climbs (from a tenth to nine tenths of its way), not over the
-    # whole run: a length cap filled in the first steps while the reward rose later is not length paying
     smooth = st.rolling_median(f.values, _smooth_window(len(f.values)))
     lo = float(f.steps[int(np.argmax(smooth >= start + 0.1 * (end - start)))])
     hi = float(f.steps[int(np.argmax(smooth >= start + 0.9 * (end - start)))])
     if hi <= lo:
         hi = float(f.steps[-1])
-    inside = (r.steps >= lo) & (r.steps <= hi)
-    if inside.sum() < 10:
-        return NotJudged(f"{f.signal} climbed {start:.0%} -> {end:.0%} within steps {int(lo)}-{int(hi)}, where "
-                         f"{r.signal} has {int(inside.sum())} points: too few (10) to tell whether it paid for it")
-    rv = r.values[inside]
-    r_start = _start_level(r.steps[inside], rv, edge_frac)
-    r_end = st.edge_level_by_steps(r.steps[inside], rv, edge_frac, end=True)
-    trend = ev.hinge_change(r.steps[inside], rv, noise_floor=ev.binomial_floor(rv))
-    if r_end <= r_start:
+    rise = end_minus_start(r.steps, r.values, edge_frac)
+    size = _SMALL_SHARE * max(ev.smoothed_range(r.values), abs(rise.estimate))
+    decision = rise.reading.decide(size, min_rise_z)
+    if decision == CLEAN or rise.estimate <= 0:
+        return None             # a rise of a third of the reward's range is ruled out: judged, and clean
+    said = f"{r.signal} {rise.start_level:.3g} -> {rise.end_level:.3g} ({rise.reading.text(min_rise_z)})"
+    if decision != FINDING:
+        return NotJudged.too_noisy(f"{f.signal} climbed {start:.0%} -> {end:.0%} while {said}: a rise of "
+                                   f"{size:.3g} can be neither confirmed nor ruled out")
+    made_at_lo, made_at_hi = _share_made_at(r, rise.start_level, rise.estimate, (lo, hi))
+    if made_at_hi < _OVERLAP_SHARE or made_at_lo > 1.0 - _OVERLAP_SHARE:
+        # the cap filled before the reward began to rise, or after it had risen: length did not pay
         return None
-    if not trend.sure(min_rise_z):
-        # a two-phase fit's rise is biased up on a flat curve (it takes the higher end): whether a rise is
-        # ruled out is read on a straight line
-        line = ev.linear_change(r.steps[inside], rv, noise_floor=ev.binomial_floor(rv))
-        if line.high < _SMALL_SHARE * ev.smoothed_range(rv):
-            return None         # the reward's rise is ruled out beyond a small share of its range: clean
-        # the fraction climbed, and a rise of the reward beside it is neither confirmed nor ruled out
-        return NotJudged.too_noisy(f"{f.signal} climbed {start:.0%} -> {end:.0%} while {r.signal} "
-                                   f"moved {trend.text()} (needs {min_rise_z:g} standard errors, interval above 0)")
-    onset = _onset(f, start, end)
     improved = ev.eval_improvement(evals, float(f.steps[0]), float(f.steps[-1]))
     if improved is not None:
         return Quiet(f"truncated responses {start:.0%} -> {end:.0%} while the reward rose, but {improved.text()}: "
                      "the longer answers are buying accuracy; raise the length cap rather than penalise length")
-    return Evidence(onset, int(f.steps[-1]), {
+    return Evidence(_onset(f, start, end), int(f.steps[-1]), {
         "signal": f.signal, "key": f.key, "frac_start": start, "frac_end": end, "reward_key": r.key,
-        "reward_start": r_start, "reward_end": r_end, "reward_rise_z": trend.z, "reward_trend": trend.text()},
+        "reward_start": rise.start_level, "reward_end": rise.end_level, "reward_rise_z": rise.reading.z,
+        "reward_trend": rise.reading.text(min_rise_z), "reward_during_climb": made_at_hi - made_at_lo},
         severity=None if end >= fail_end_frac else "warn")
+
+
+def _share_made_at(r: Curve, start_level: float, rise: float, steps: tuple[float, float]) -> tuple[float, float]:
+    """The share of a curve's rise (from `start_level`, by `rise`) its running median had made by each of
+    two steps."""
+    smooth = st.rolling_median(r.values, _smooth_window(len(r.values)))
+    at = np.interp(steps, r.steps, smooth)
+    return float((at[0] - start_level) / rise), float((at[1] - start_level) / rise)
 
 
 def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | None = None, *, min_share, min_sd,

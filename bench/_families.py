@@ -95,6 +95,32 @@ b ~ U(0.6, 0.9) of the run.  Effects small / medium / large:
   spike_kept      at c ~ U(0.4, 0.7) T the loss jumps by J = 0.2 / 0.6 / 2.0 (20 / 60 / 200 loss sds; the
                   rule's bar: 15 robust sds) with a first point at 1.5 J, and stays up (J decaying to 0.8 J by
                   the end); the grad norm jumps x 6 / 15 / 50 and stays at 0.7 of that
+
+SUPERVISED SHAPES (issue 44: losses that climb back or depart and recover, and their healthy twins).  No reward:
+loss, grad_norm, learning_rate (warm-up U(0.01, 0.05) T then cosine to 0.1 x peak) every step, eval_loss at the
+eval steps above.  The loss's mean falls from L0 to L_inf as exponential saturation s(u) with tau:
+  from scratch    L0 ~ U(10, 11) (ln V of a 50k vocabulary is 10.8), L_inf ~ U(2.5, 3.5), tau ~ U(0.05, 0.15)
+  SFT             L0 ~ U(2.5, 4.5), L_inf ~ U(0.5, 1.2), tau ~ U(0.02, 0.1)
+Noise (times the noise level nu): loss N(0, 0.02^2) per step, eval_loss 0.01, grad norm log sd 0.2; grad norm
+g0 (1 + 2 exp(-u / 0.05)) (1 - 0.2 s), g0 log-uniform on 0.1 .. 3; eval_loss = the loss's mean + U(0.02, 0.1).
+"Descent" below is L0 minus the loss's mean where the event starts: the way the loss came down so far.
+  loss_climb_scratch  (from scratch) from c ~ U(0.5, 0.7) T the mean climbs back by share D = 0.4 / 0.7 / 1.2 of
+                  the descent (smoothstep over U(0.03, 0.08) T steps) and holds to the end; the grad norm x (1 + 3 D)
+                  with it (issue 44: 10.8 -> 3.0 -> 9.0 is D 0.77, grad norm 0.3 -> 3.3); the eval loss follows
+  sft_loss_climb  (SFT) the same with D = 0.6 / 1.0 / 1.5 (issue 44: 4.0 -> 1.0 -> 5.5 is D 1.5)
+  loss_excursion  (from scratch or SFT, chance 1/2 each) at c ~ U(0.4, 0.6) T the mean jumps by D = 0.3 / 0.6 /
+                  1.0 of the descent (the 13B run: 2.77 -> 8.72 is D ~0.7) within 3 steps and decays back as
+                  exp(-(t - c) / tau_e), tau_e log-uniform on 15 .. 150 steps (at most 0.05 T): back within
+                  about 5 tau_e; the grad norm x (1 + 4 D) with the same decay; the eval loss follows
+Healthy twins (bench/calibrate.py reports the share that ends fail / warn; targets 1% / 5%):
+  loss_plateau    (from scratch or SFT) the mean reaches L_inf by p T and is flat after, p = 0.7 / 0.4 / 0.1
+                  (a longer plateau with each effect: more room for a "best" chosen by chance)
+  noisy_loss      (from scratch or SFT) the loss's noise is Student-t(3) / sqrt(3) with sd 0.02 / 0.05 / 0.1 of the
+                  total descent, the grad norm's log noise t(3) / sqrt(3) with sd 0.3 (both times nu)
+  cosine_restart  (from scratch or SFT) the lr restarts its cosine (SGDR, Loshchilov & Hutter 2017) 3 times, at
+                  1/4, 1/2 and 3/4 of the run, back to its peak and down to 0.05 x peak; at each restart the
+                  mean bumps by B = 0.05 / 0.1 / 0.2 of the descent so far, back within the cycle
+                  (exp(-(t - r) / (0.03 T))), the grad norm x (1 + 2 B) the same way
 """
 
 from __future__ import annotations
@@ -130,6 +156,7 @@ class Shape:
     layer: int
     rules: tuple[str, ...]
     effects: tuple[float, float, float]    # small, medium, large, in the units the module docstring states
+    healthy: bool = False                  # a healthy twin: its rate of fail / warn verdicts is what counts
 
 
 SHAPES = {
@@ -141,7 +168,15 @@ SHAPES = {
     "logprob_drift": Shape(4, ("L4.logprob-mismatch",), (0.07, 0.15, 0.40)),
     "nan_precursor": Shape(3, ("L3.grad-norm-precursor",), (2.0, 4.0, 10.0)),
     "spike_kept": Shape(3, ("L3.loss-spike", "L3.grad-norm-spike"), (0.2, 0.6, 2.0)),
+    "loss_climb_scratch": Shape(3, ("L3.loss-divergence",), (0.4, 0.7, 1.2)),
+    "sft_loss_climb": Shape(3, ("L3.loss-divergence",), (0.6, 1.0, 1.5)),
+    "loss_excursion": Shape(3, ("L3.loss-excursion", "L3.grad-norm-excursion"), (0.3, 0.6, 1.0)),
+    "loss_plateau": Shape(0, (), (0.7, 0.4, 0.1), healthy=True),
+    "noisy_loss": Shape(0, (), (0.02, 0.05, 0.1), healthy=True),
+    "cosine_restart": Shape(0, (), (0.05, 0.1, 0.2), healthy=True),
 }
+SUPERVISED_SHAPES = ("loss_climb_scratch", "sft_loss_climb", "loss_excursion", "loss_plateau", "noisy_loss",
+                     "cosine_restart")
 EFFECTS = ("small", "medium", "large")
 KL_RATIO = {0.45: 2.5, 0.65: 5.0, 0.85: 20.0}        # kl_entropy: entropy drop -> kl ratio
 GRAD_JUMP = {0.2: 6.0, 0.6: 15.0, 2.0: 50.0}          # spike_kept: loss jump -> grad norm ratio
@@ -429,6 +464,8 @@ def shape_run(shape: str, effect: str, noise: float, steps: int, index: int, see
         raise ValueError(f"unknown shape {shape!r}; shapes: {', '.join(SHAPES)}")
     size = SHAPES[shape].effects[EFFECTS.index(effect)]
     rng = rng_for(seed, shape, steps, index)
+    if shape in SUPERVISED_SHAPES:
+        return _supervised_shape(rng, shape, effect, size, noise, steps, index)
     n = steps
     i = np.arange(n, dtype=np.float64)
     u = i / max(n - 1, 1)
@@ -492,6 +529,77 @@ def shape_run(shape: str, effect: str, noise: float, steps: int, index: int, see
     info = {"shape": shape, "effect": effect, "size": size, "noise": noise, "steps": n, "index": index,
             "n_evals": n_evals}
     return Generated(train, evals, signals, info)
+
+
+SUPERVISED_SD = {"loss": 0.02, "eval_loss": 0.01, "grad_norm": 0.2}
+
+
+def _supervised_shape(rng, shape: str, effect: str, size: float, noise: float, n: int, index: int) -> Generated:
+    """A supervised run (pretraining from scratch or SFT) of one of SUPERVISED_SHAPES (module docstring)."""
+    i = np.arange(n, dtype=np.float64)
+    u = i / max(n - 1, 1)
+    kind = {"loss_climb_scratch": "scratch", "sft_loss_climb": "sft"}.get(shape) or \
+        ("scratch" if rng.random() < 0.5 else "sft")
+    if kind == "scratch":
+        l0, l_inf, tau = rng.uniform(10.0, 11.0), rng.uniform(2.5, 3.5), rng.uniform(0.05, 0.15)
+    else:
+        l0, l_inf, tau = rng.uniform(2.5, 4.5), rng.uniform(0.5, 1.2), rng.uniform(0.02, 0.1)
+    g0, gap = draw_log_uniform(rng, 0.1, 3.0), rng.uniform(0.02, 0.1)
+    start_event, ramp = rng.uniform(0.5, 0.7), rng.uniform(0.03, 0.08)
+    c_excursion, tau_e = rng.uniform(0.4, 0.6), draw_log_uniform(rng, 15.0, 150.0)
+    warm = max(1, round(rng.uniform(0.01, 0.05) * n))
+    z = rng.standard_normal((n, 3))
+    t3 = rng.standard_t(3, (n, 2)) / math.sqrt(3.0)
+    s = expsat(u, tau)
+    if shape == "loss_plateau":
+        s = np.minimum(expsat(np.minimum(u / size, 1.0), 0.2) / expsat(np.ones(1), 0.2)[0], 1.0)
+    loss_mean = l_inf + (l0 - l_inf) * (1.0 - s)
+    grad_mean = g0 * (1 + 2 * np.exp(-u / 0.05)) * (1 - 0.2 * s)
+    peak = draw_log_uniform(rng, 1e-5, 3e-4)
+    after = np.clip((i - warm) / max(n - warm, 1), 0.0, 1.0)
+    lr = peak * np.where(i < warm, (i + 1) / warm, 0.1 + 0.9 * 0.5 * (1.0 + np.cos(math.pi * after)))
+    loss_sd, grad_sd = SUPERVISED_SD["loss"], SUPERVISED_SD["grad_norm"]
+    loss_noise, grad_noise = z[:, 0], z[:, 2]
+    info = {"shape": shape, "effect": effect, "size": size, "noise": noise, "steps": n, "index": index,
+            "kind": kind}
+    if shape in ("loss_climb_scratch", "sft_loss_climb"):
+        at = int(start_event * n)
+        climb = smoothstep(i, at, at + max(ramp * n, 2.0))
+        descent = l0 - loss_mean[at]
+        loss_mean = loss_mean + size * descent * climb
+        grad_mean = grad_mean * (1 + 3 * size * climb)
+        info["event_step"] = at
+    elif shape == "loss_excursion":
+        at = int(c_excursion * n)
+        width = min(tau_e, 0.05 * n)
+        bump = np.where(i >= at, np.exp(-np.maximum(i - at - 2, 0.0) / width), 0.0) * np.clip((i - at + 1) / 3, 0, 1)
+        descent = l0 - loss_mean[at]
+        loss_mean = loss_mean + size * descent * bump
+        grad_mean = grad_mean * (1 + 4 * size * bump)
+        info.update(event_step=at, decay_steps=round(width, 1))
+    elif shape == "noisy_loss":
+        loss_sd = size * (l0 - l_inf)
+        loss_noise, grad_noise, grad_sd = t3[:, 0], t3[:, 1], 0.3
+    elif shape == "cosine_restart":
+        restarts = [int(f * n) for f in (0.25, 0.5, 0.75)]
+        bumps, shares = np.zeros(n), np.zeros(n)
+        for r in restarts:
+            decay = np.where(i >= r, np.exp(-(i - r) / (0.03 * n)), 0.0)
+            bumps += size * (l0 - loss_mean[r]) * decay
+            shares += size * decay
+        loss_mean = loss_mean + bumps
+        grad_mean = grad_mean * (1 + 2 * shares)
+        cycle = np.searchsorted(restarts, i, side="right")
+        edges = np.array([0, *restarts, n], dtype=np.float64)
+        within = (i - edges[cycle]) / (edges[cycle + 1] - edges[cycle])
+        lr = np.where(i < warm, peak * (i + 1) / warm, peak * (0.05 + 0.95 * 0.5 * (1.0 + np.cos(math.pi * within))))
+    train = {"step": i.astype(np.int64), "loss": loss_mean + loss_sd * noise * loss_noise,
+             "grad_norm": grad_mean * np.exp(grad_sd * noise * grad_noise), "learning_rate": lr}
+    every = max(1, n // int(np.clip(n / 50, 8, 200)))
+    evals_at = np.arange(every - 1, n, every)
+    evals = {"step": evals_at.astype(np.int64),
+             "eval_loss": (loss_mean + gap + SUPERVISED_SD["eval_loss"] * noise * z[:, 1])[evals_at]}
+    return Generated(train, evals, dict(PRETRAIN_KEYS), info)
 
 
 # ======================================================================================================

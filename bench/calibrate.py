@@ -26,6 +26,9 @@ What is printed
                   grows with effect size and with T (pooled rates), and never falls when noise shrinks; since
                   effect sizes and noise levels rescale the same draw, a run detected at a smaller effect (or
                   more noise) and missed at a larger one (or less noise) is counted as a paired violation.
+  healthy twins   shapes marked healthy (a plateau, a noisy loss, a cosine restart: near misses of the failure
+                  shapes): per cell the runs that end fail / warn, pooled by effect with Wilson intervals, the
+                  targets of the null families (fail <= 1%, warn <= 5%), and the rules that fired.
 Modes: full = 200 runs per family with T up to 100,000 steps (no lower cap is needed: the longest run
 takes under a second), shapes at T 200 / 1,000 / 5,000 / 20,000 and noise 1 / 0.3 / 0 with 20 runs per cell
 (2,600 + 5,760 runs); --quick = 100 runs per family with T capped at 5,000, shapes at T 300 / 3,000 and
@@ -137,6 +140,7 @@ def diagnose_task(task: tuple) -> dict:
                   seconds=round(time.perf_counter() - started, 3))
     if task[0] == "shape":
         spec = fam.SHAPES[gen.info["shape"]]
+        record["healthy"] = spec.healthy
         fired = any(r in rules for r in spec.rules)
         record.update(fired=fired, detected=fired and record["root_layer"] == spec.layer,
                       not_judged=any(r in unknown and not unknown[r] for r in spec.rules),
@@ -252,8 +256,12 @@ def shape_summary(records: list[dict]) -> dict[str, dict]:
         cells = out.setdefault(rec["shape"], {})
         key = f"{rec['effect']}|{rec['noise']:g}|{rec['steps']}"
         c = cells.setdefault(key, {"runs": 0, "detected": 0, "fired": 0, "not_judged": 0, "too_noisy": 0,
-                                   "roots": {}})
+                                   "roots": {}, "fail": 0, "warn": 0, "rules": {}})
         c["runs"] += 1
+        c["fail"] += rec["verdict"] == "fail"
+        c["warn"] += rec["verdict"] == "warn"
+        for rule in rec["rules"]:
+            c["rules"][rule] = c["rules"].get(rule, 0) + 1
         c["not_judged"] += bool(rec.get("not_judged"))
         c["too_noisy"] += bool(rec.get("too_noisy"))
         c["detected"] += bool(rec.get("detected"))
@@ -299,6 +307,9 @@ def print_shapes(summary: dict[str, dict], records: list[dict]) -> list[str]:
     flags = []
     for shape, cells in summary.items():
         spec = fam.SHAPES[shape]
+        if spec.healthy:
+            flags += print_twin(shape, cells)
+            continue
         steps = sorted({int(k.split("|")[2]) for k in cells})
         noises = sorted({k.split("|")[1] for k in cells}, key=float, reverse=True)
         print(f"\n{shape}  (layer {spec.layer}, {' / '.join(spec.rules)}; effects "
@@ -337,6 +348,42 @@ def print_shapes(summary: dict[str, dict], records: list[dict]) -> list[str]:
     return flags
 
 
+def print_twin(shape: str, cells: dict) -> list[str]:
+    """A healthy twin's table: fail / warn runs per cell, pooled by effect against the null targets, and the
+    rules that fired on it; returns the lines of the effects that miss a target."""
+    spec = fam.SHAPES[shape]
+    steps = sorted({int(k.split("|")[2]) for k in cells})
+    noises = sorted({k.split("|")[1] for k in cells}, key=float, reverse=True)
+    print(f"\n{shape}  (healthy twin; effects {' / '.join(f'{e:g}' for e in spec.effects)}); "
+          "cell: fail/warn/runs")
+    print(f"    {'effect':<8}{'noise':<7}" + "".join(f"{'T=' + str(t):<16}" for t in steps))
+    for effect in fam.EFFECTS:
+        for noise in noises:
+            row = []
+            for t in steps:
+                c = cells.get(f"{effect}|{noise}|{t}")
+                row.append(f"{c['fail']}/{c['warn']}/{c['runs']}" if c else "-")
+            print(f"    {effect:<8}{noise:<7}" + "".join(f"{x:<16}" for x in row))
+    missed = []
+    for effect in fam.EFFECTS:
+        parts = [c for key, c in cells.items() if key.split("|")[0] == effect]
+        n = sum(c["runs"] for c in parts)
+        fail, warn = sum(c["fail"] for c in parts), sum(c["warn"] for c in parts)
+        fail_t, warn_t = target_text(fail, n, TARGET_FAIL), target_text(warn, n, TARGET_WARN)
+        print(f"    {effect:<8}fail {rate(fail, n)} {fail_t}; warn {rate(warn, n)} {warn_t}")
+        if not (fail_t.startswith("met") and warn_t.startswith("met")):
+            missed.append(f"healthy twin over target: {shape} {effect}: fail {100 * fail / n:.1f}%, "
+                          f"warn {100 * warn / n:.1f}%")
+    fired: dict[str, int] = defaultdict(int)
+    for c in cells.values():
+        for rule, k in c["rules"].items():
+            fired[rule] += k
+    total = sum(c["runs"] for c in cells.values())
+    ranked = sorted(fired.items(), key=lambda kv: -kv[1])
+    print("    rules that fired: " + (", ".join(f"{r} {k}/{total}" for r, k in ranked) or "none"))
+    return missed
+
+
 # ---------------------------------------------------------------- compare, CLI
 
 def print_compare(before: dict, records: list[dict], meta: dict) -> None:
@@ -362,6 +409,18 @@ def print_compare(before: dict, records: list[dict], meta: dict) -> None:
         print(f"  {name:<18}" + ", ".join(cells) + f"; changed {changed[name]}")
     old_s, new_s = shape_summary(before["records"]), shape_summary(records)
     for shape in sorted(set(old_s) | set(new_s)):
+        if fam.SHAPES[shape].healthy:
+            parts = []
+            for effect in fam.EFFECTS:
+                shares = []
+                for s in (old_s.get(shape), new_s.get(shape)):
+                    cells = [c for key, c in (s or {}).items() if key.split("|")[0] == effect]
+                    n = sum(c["runs"] for c in cells)
+                    shares.append(f"{100 * sum(c['fail'] for c in cells) / n:.0f}/"
+                                  f"{100 * sum(c['warn'] for c in cells) / n:.0f}%" if n else "-")
+                parts.append(f"{effect} " + " -> ".join(shares))
+            print(f"  {shape:<18}fail/warn " + ", ".join(parts) + f"; changed {changed[shape]}")
+            continue
         parts = []
         for effect in fam.EFFECTS:
             pooled = [_pool(s, 0, effect) if s else None for s in (old_s.get(shape), new_s.get(shape))]
@@ -456,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in missed:
         print(f"  rule over target: {line}")
     for line in flags:
-        print(f"  power: {line}")
+        print(f"  {line}" if line.startswith("healthy twin") else f"  power: {line}")
     if errors:
         print(f"  {len(errors)} run(s) raised, e.g. {errors[0]['name']}: {errors[0]['error']}")
     if off:

@@ -53,6 +53,22 @@ def test_shape_draws_are_paired_across_effect_and_noise():
     assert np.ptp(quiet.evals["eval_math500_accuracy"]) == 0.0       # a flat eval without noise is constant
 
 
+def test_supervised_shapes_climb_and_recover_as_declared():
+    for effect, share in zip(fam.EFFECTS, fam.SHAPES["sft_loss_climb"].effects):
+        gen = fam.shape_run("sft_loss_climb", effect, 0.0, 1_000, 2, 3)
+        loss, at = gen.train["loss"], gen.info["event_step"]
+        best = loss[at]
+        # climbed back by `share` of the way it came down (start to where the climb began), and holds
+        assert (loss[-1] - best) / (loss[0] - best) == pytest.approx(share, rel=0.05)
+    gen = fam.shape_run("loss_excursion", "large", 0.0, 5_000, 2, 3)
+    loss, at = gen.train["loss"], gen.info["event_step"]
+    assert loss[at + 2] - loss[at - 1] > 0.9 * (loss[0] - loss[at - 1])      # a jump of the whole descent
+    assert loss[-1] < loss[at - 1]                                          # and back by the end
+    restart = fam.shape_run("cosine_restart", "large", 0.0, 4_000, 2, 3)
+    lr = restart.train["learning_rate"]
+    assert lr[1_000] > 10 * lr[999] and lr[3_000] > 10 * lr[2_999]          # the schedule restarts
+
+
 @pytest.mark.parametrize("phi", [0.5, 0.9, 0.97, 0.99])
 def test_ar1_lag1_autocorrelation_is_phi(phi):
     x = fam.unit_noise(np.random.default_rng(0), "ar", 200_000, 1, phi)[:, 0]
@@ -115,7 +131,9 @@ def test_each_shape_columns_resolve_to_the_intended_signals():
         # a shape drawn without evals (weight0_check_flat: the run's own check is a weight-0 reward function)
         # has every other signal
         evals = gen.info.get("n_evals", 1) > 0
-        assert set(gen.signals) >= {s for s in INTENDED_RL if evals or not s.startswith("eval:")}, shape
+        intended = INTENDED_PRETRAIN if shape in fam.SUPERVISED_SHAPES else \
+            {s for s in INTENDED_RL if evals or not s.startswith("eval:")}
+        assert set(gen.signals) >= intended, shape
         read = _resolved(gen)
         assert {s: read.get(s) for s in gen.signals} == gen.signals, shape
     assert fam.shape_run("logprob_drift", "large", 1.0, 200, 0, 1).signals["logprob_delta"] == fam.LOGPROB_KEY

@@ -48,15 +48,40 @@ def test_pure_noise_never_fires(level, seed):
 
 @settings(max_examples=20, deadline=None)
 @given(shift=st.floats(-50, 50), seed=st.integers(0, 1000))
-def test_adding_a_constant_does_not_change_a_level_shift_finding(shift, seed):
+def test_adding_a_constant_does_not_change_an_excursion_finding(shift, seed):
     rng = np.random.default_rng(seed)
     base = 1.0 + rng.normal(0, 0.02, 200)
-    base[150:160] = 30.0                      # up for longer than a spike: found at any level
-    params = {**shipped_params("spike_vs_recent"), "window_steps": 20, "min_ratio": 1.5, "min_jump_sd": 10}
+    base[150:160] = 30.0                      # steps 151-160, then back: an excursion (issue 44), at any level
+    a = run_detector("recovered_climb", values=curve(base))
+    b = run_detector("recovered_climb", values=curve(base + shift))
+    assert type(a) is type(b)
+    if a is not None:
+        assert (a.start_step, a.end_step, a.severity) == (b.start_step, b.end_step, b.severity)
+
+
+def test_an_excursion_is_dated_where_it_left_its_level_and_says_how_long():
+    rng = np.random.default_rng(0)
+    base = 1.0 + rng.normal(0, 0.02, 200)
+    base[150:160] = 30.0                      # steps 151-160
+    found = run_detector("recovered_climb", values=curve(base))
+    assert found.start_step == 151 and 9 <= found.values["stretch"] <= 12 and found.values["peak"] == 30.0
+
+
+@settings(max_examples=20, deadline=None)
+@given(scale=st.floats(1e-3, 1e3), seed=st.integers(0, 1000))
+def test_multiplying_by_a_constant_does_not_change_a_spike_finding(scale, seed):
+    # a positive loss is read on the log scale (issue 43 item 5): its spikes are multiples of its level, so
+    # its units do not move them (a constant added to it does: a cross-entropy's 0 is not arbitrary)
+    rng = np.random.default_rng(seed)
+    base = 1.0 + rng.normal(0, 0.02, 200)
+    base[150:160] = 30.0                      # up for longer than a spike: a level shift
+    params = {**shipped_params("spike_vs_recent"), "window_steps": 20, "min_ratio": 1.5}
     a = DETECTORS["spike_vs_recent"].fn(curve(base), **params)
-    b = DETECTORS["spike_vs_recent"].fn(curve(base + shift), **params)
-    assert a is not None and b is not None
-    assert a.start_step == b.start_step and a.severity == b.severity is None
+    b = DETECTORS["spike_vs_recent"].fn(curve(base * scale), **params)
+    assert type(a) is type(b)                 # a finding at any scale, or a note at any scale
+    if hasattr(a, "start_step"):
+        assert (a.start_step, a.severity) == (b.start_step, b.severity)
+        assert math.isclose(a.values["ratio"], b.values["ratio"], rel_tol=1e-9)
 
 
 def test_a_burst_the_run_comes_back_from_matters_only_on_a_cross_entropy_level():

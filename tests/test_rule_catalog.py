@@ -82,7 +82,9 @@ example = { fires = "a", quiet = "b" }
 
 [rule.params]
 ratio_vs_ema = 5.0
-min_jump_sd = 5.0
+run_alpha = 0.01
+huge_ratio = 100
+min_tail_points = 30
 ema_span_steps = 20
 isolated_max_count = 1
 isolated_window_steps = 1000
@@ -257,8 +259,8 @@ def test_explain_is_built_from_the_rule_file_and_the_detector_so_it_cannot_drift
     assert "min_rise_z (4.5)" in moved.checks() and "min_rise_z = 4.5 - how sure" in moved.explain()
     assert "min_rise_z (3)" not in moved.checks()
     # what the detector's docstring says is what explain says: no template beside it
-    def fake(values, *, ratio_vs_ema, min_jump_sd, ema_span_steps, isolated_max_count, isolated_window_steps,
-             recover_steps, recover_ratio, min_level_of_median):
+    def fake(values, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail_points, ema_span_steps, isolated_max_count,
+             isolated_window_steps, recover_steps, recover_ratio, min_level_of_median):
         """A made-up check: `values` tops `ratio_vs_ema` x its level.
 
         A second paragraph that explain leaves out."""
@@ -266,3 +268,16 @@ def test_explain_is_built_from_the_rule_file_and_the_detector_so_it_cannot_drift
     made_up = parse_rule_file(GOOD, "x.toml")[0]
     assert made_up.checks() == "A made-up check: grad_norm tops ratio_vs_ema (5) x its level."
     assert "second paragraph" not in made_up.explain()
+
+
+def test_explain_states_the_false_alarms_an_event_rules_budget_implies():
+    # issue 43 item 5: each event rule with a per-run budget says what it implies per 10,000 steps, from the
+    # value in force (a run of 1,000 steps spends the whole budget in a tenth of 10,000 steps)
+    budgeted = [r for r in load_rules() if "run_alpha" in r.params]
+    assert {r.id for r in budgeted} >= {"L3.loss-spike", "L3.grad-norm-spike"}
+    for rule in budgeted:
+        alpha = rule.params["run_alpha"]
+        line = next(ln for ln in rule.explain().splitlines() if ln.startswith("False alarms"))
+        assert f"{alpha * 10:.2g} on a 1,000-step run" in line and f"{alpha / 10:.2g} on a 100,000-step run" in line
+        assert rule.to_dict()["false_alarms"] in line
+    assert "False alarms" not in get_rule("L1.reward-eval-divergence").explain()

@@ -118,7 +118,20 @@ class Rule:
             f"Known limits     {' '.join(self.known_limits.split()) or 'none recorded'}",
             f"References       {'; '.join(self.references)}",
         ]
+        if self.false_alarms():
+            lines.insert(5, f"False alarms     {self.false_alarms()}")
         return "\n".join(lines)
+
+    def false_alarms(self) -> str:
+        """For an event rule with a per-run false-alarm budget (`run_alpha`, issue 43 item 5): the false alarms it
+        implies per 10,000 steps on healthy runs of a few lengths; "" for other rules.  The
+        budget is per run, so the rate per step falls as the run grows (the bar grows with its points)."""
+        alpha = self.params.get("run_alpha")
+        if alpha is None:
+            return ""
+        rates = ", ".join(f"{alpha * 10_000 / n:.2g} on a {n:,}-step run" for n in (1_000, 10_000, 100_000))
+        return (f"a healthy run raises one with chance at most {alpha:g} (run_alpha), whatever its length: per "
+                f"10,000 steps, {rates}")
 
     def to_dict(self) -> dict:
         """The same fields as explain(), for `rules explain --format json` and `rules list --format json`."""
@@ -129,7 +142,8 @@ class Rule:
                 "parameters": self.parameters(),
                 "why": " ".join(self.why.split()), "check_first": list(self.check_first),
                 "example": {"fires": self.example_fires, "quiet": self.example_quiet},
-                "known_limits": self.known_limits, "references": list(self.references),
+                "known_limits": self.known_limits, "false_alarms": self.false_alarms(),
+                "references": list(self.references),
                 "aliases": list(self.aliases)}
 
 

@@ -24,6 +24,7 @@ from .clipping import fraction_held_high
 from .divergence import growth_while_flat, trend_divergence
 from .ending import ended_unfinished
 from .eval_drop import drop_below_start
+from .excursions import climb_from_best, level_excursion, recovered_climb
 from .levels import level_above, log_ratio_off
 from .numeric import (
     CHAIN,
@@ -32,7 +33,6 @@ from .numeric import (
     first_nonfinite,
     frozen_values,
     superseded_blowup,
-    sustained_rise_over_early,
 )
 from .policy import collapse_below, floor_breach, kl_entropy_joint
 from .schedule import loss_at_uniform_level, loss_flat_in_warmup, lr_collapsed_early
@@ -83,6 +83,26 @@ _DIVERGENCE = (
                                   "the room it has left)"),
     _p("max_flat_share", 0, 1, "... and an eval that did not follow gained under this share of it"))
 
+# a point event's per-run false-alarm budget (issue 43 item 5; stats/extremes.py)
+_BUDGET = (
+    _p("run_alpha", 1e-4, 0.2, "per-run false-alarm budget: the chance that a healthy run of as many points, with "
+                               "this run's noise tail, shows one spike anywhere; the bar grows with the points"),
+    _p("huge_ratio", 10, 1e6, "where the run is too short to read its tail: a jump of this x its level or more "
+                              "(orders of magnitude past any noise) is a spike on as few as 4 points"),
+    _bound("min_tail_points", 11, 1e6, "points needed to read the run's own noise tail (fewer: only huge jumps "
+                                       "are judged)"))
+
+# a departure that lasts (issue 44 items 1, 2; detectors/excursions.py)
+_DEPARTURE = (
+    _p("min_sd", 0, 100, "... and at least this many sds of the curve's own noise (read apart from its mean)"),
+    _p("sure_z", 1, 20, "how sure: the departure's mean minus its reference level, this many standard errors "
+                        "clear of 0 (from the curve's own noise)"),
+    _p("stretch_steps", 1, 1e6, "shortest departure read, in steps (shorter ones are the spike rules'); the "
+                                "curve is smoothed over half of it"),
+    _bound("min_points", 3, 1e6, "fewest points needed to judge"))
+_CLIMB = (_p("min_share", 0.01, 10, "how large: the climb from the running best, as a share of the way the loss "
+                                    "came down (its start level minus that best)"), *_DEPARTURE)
+
 DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("trend_divergence", trend_divergence, _DIVERGENCE),
     DetectorSpec("component_divergence", component_divergence, _DIVERGENCE),
@@ -115,10 +135,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("max_steady_rise", 0, 10, "the other curve (the loss) may rise at most this fraction of its level"),
         _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets start and end levels"),
         _bound("min_steps", 5, 1e6, "shortest run judged, in steps"))),
-    DetectorSpec("rise_from_best", rise_from_best, (
-        _p("min_rise_frac", 0.02, 10, "the last points sit this fraction above the best value"),
-        _bound("min_points", 3, 1e6, "fewest points needed to judge"),
-        _p("min_points_after", 1, 1e6, "points after the best whose median must hold the rise"))),
+    DetectorSpec("rise_from_best", rise_from_best, _CLIMB),
     DetectorSpec("drop_below_start", drop_below_start, (
         _p("min_drop_share", 0.01, 1, "how large: the drop as a share of the eval's start level"),
         _p("min_drop_z", 1, 20, "how sure: the drop's interval is this many standard errors either side (from "
@@ -149,8 +166,8 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("first_points", 1, 20, "first logged points whose highest value is the starting level"))),
     DetectorSpec("spike_vs_recent", spike_vs_recent, (
         _p("window_steps", 10, 1e6, "steps before each point that set its recent level (at least 10 points)"),
-        _p("min_ratio", 1.5, 100, "jump as a multiple of a positive recent level"),
-        _p("min_jump_sd", 2, 100, "jump in robust sds of the recent points"),
+        _p("min_ratio", 1.5, 100, "jump as a multiple of a positive recent level (a loss read on the log scale)"),
+        *_BUDGET,
         _p("isolated_max_count", 0, 100, "more spike episodes than this per window are 'repeated'"),
         _p("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
         _p("recover_steps", 1, 1e6, "steps after a spike episode in which the run must come back (at least 3 "
@@ -159,7 +176,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
                                  "the level"))),
     DetectorSpec("spike_vs_ema", spike_vs_ema, (
         _p("ratio_vs_ema", 1.5, 100, "value / EMA of the previous points"),
-        _p("min_jump_sd", 1, 100, "value above the EMA, in robust noise sds of the curve"),
+        *_BUDGET,
         _p("ema_span_steps", 1, 1e6, "EMA span, in steps (at least 2 points)"),
         _p("isolated_max_count", 0, 100, "more spike episodes than this per window are 'repeated'"),
         _p("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
@@ -181,11 +198,13 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_frozen_steps", 2, 1e6, "shortest frozen stretch, in steps"),
         _p("min_frozen_frac_of_run", 0, 0.5, "shortest frozen stretch, as a fraction of the run"),
         _p("min_points", 3, 1e6, "fewest logged points in the stretch (and in the curve, to judge it)"))),
-    DetectorSpec("sustained_rise_over_early", sustained_rise_over_early, (
-        _p("min_ratio", 1.2, 100, "level over the early level that counts as diverged"),
-        _p("min_stretch_steps", 2, 1e6, "shortest diverged stretch, in steps (enough for one that runs to "
-                                        "the log's end)"),
-        _p("min_stretch_frac_of_run", 0, 0.5, "shortest diverged stretch, as a fraction of the run"))),
+    DetectorSpec("climb_from_best", climb_from_best, (*_CLIMB, _p(
+        "huge_ratio", 2, 1e6, "... or a held level this x the lowest of the first three points (past any noise: "
+                              "a loss that blew up from its first step)"))),
+    DetectorSpec("recovered_climb", recovered_climb, _CLIMB),
+    DetectorSpec("level_excursion", level_excursion, (
+        _p("min_ratio", 1.2, 1e6, "how large: the departure's mean level over the level before it, as a ratio"),
+        *_DEPARTURE)),
     DetectorSpec("superseded_blowup", superseded_blowup, (
         _p("min_ratio", 1.5, 100, "a replaced write this many x the rerun's value is a blow-up"),
         _p("min_jump_sd", 0, 100, "... if it also stands this many of the curve's robust point-to-point sds "
@@ -244,16 +263,18 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
 # comes from one change-point model (evidence.hinge_onset); the others report events at their own step
 _TRENDS = frozenset({"trend_divergence", "component_divergence", "growth_while_flat", "fraction_climb_while_rising",
                      "growth_while_steady", "kl_entropy_joint", "floor_breach", "collapse_below",
-                     "sustained_rise_over_early", "high_fraction_sustained", "drop_below_start"})
+                     "high_fraction_sustained", "drop_below_start"})
 DETECTORS = {name: replace(spec, trend=True) if name in _TRENDS else spec for name, spec in DETECTORS.items()}
 
 # the Evidence fields each detector returns: a rule's message template is checked against them at load time
 # (tests/test_rule_catalog.py checks every finding of the rule cases returns no field undeclared here)
-_SPIKE = ("absorbed", "count", "key", "ratio", "signal", "value")
+_SPIKE = ("absorbed", "budget", "count", "key", "ratio", "signal", "value")
 _LEVEL = ("catastrophic", "key", "level", "off_pct", "peak", "points", "ratio", "signal", "threshold", "value")
 _RISE = ("eval_changes", "evals", "key", "level_peak", "level_start", "n_eff", "rise", "rise_high", "rise_low",
          "rise_sd", "rise_share", "rise_z", "signal", "sure")
 _ENDING = ("message", "source", "step", "what", "planned")
+_CLIMBED = ("best", "best_step", "early", "key", "level", "onset", "peak", "sds", "share", "share_text", "signal",
+            "stretch", "sure")
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "collapse_below": ("first_step", "frac", "initial", "key", "level", "signal"),
     "component_divergence": _RISE, "trend_divergence": _RISE,
@@ -271,11 +292,13 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "kl_entropy_joint": ("entropy_drop", "entropy_end", "entropy_start", "kl_end", "kl_ratio", "kl_start",
                          "moved", "signal", "window"),
     "level_above": _LEVEL, "log_ratio_off": _LEVEL,
-    "rise_from_best": ("best", "best_step", "key", "last", "rise", "signal"),
+    "rise_from_best": _CLIMBED,
     "rising_trend_before_event": ("baseline", "before_event", "event_step", "key", "lead", "rise", "signal"),
     "spike_vs_ema": _SPIKE + ("ema",), "spike_vs_recent": _SPIKE + ("recent",),
     "superseded_blowup": ("key", "kind", "restart", "rolled_back", "signal", "step", "value"),
-    "sustained_rise_over_early": ("early", "key", "level", "peak", "peak_ratio", "ratio", "signal", "stretch"),
+    "climb_from_best": _CLIMBED, "recovered_climb": _CLIMBED + ("back", "count", "recovery"),
+    "level_excursion": ("back", "count", "key", "level", "onset", "peak", "peak_ratio", "ratio", "recovery", "sds",
+                        "signal", "stretch", "sure"),
     "lr_collapsed_early": ("frac_of_peak", "key", "level", "peak", "peak_step", "run_frac", "signal", "stretch"),
     "fraction_held_high": ("fraction", "key", "peak", "run_frac", "signal", "stretch", "threshold"),
     "value_head_diverging": ("readings", "signal", "what"),

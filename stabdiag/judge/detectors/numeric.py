@@ -1,6 +1,6 @@
 """Numeric-update detectors that read levels, not spikes: the first NaN/Inf (and whether the run came
-back from it), updates frozen at an exact value, a loss that climbs far above where it started and
-stays, and a blow-up in the part of a resumed run that was rolled back."""
+back from it), updates frozen at an exact value, and a blow-up in the part of a resumed run that was rolled
+back.  A loss that climbs back from its best is excursions.py's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ... import _stats as st
-from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged, _smooth_window
+from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 CHAIN = ("reward", "logprob_delta", "loss", "grad_norm")   # seed 002's finite-status chain, in order
 _UPDATE_SIGNALS = ("loss", "grad_norm")                       # what a layer-3 "finite" verdict rests on
@@ -89,36 +89,6 @@ def frozen_values(grad_norm: Curve | None = None, loss: Curve | None = None, lr:
 def _lr_is_zero(lr: Curve, lo: int, hi: int) -> bool:
     inside = (lr.steps >= lo) & (lr.steps <= hi) & np.isfinite(lr.values)
     return bool(inside.any()) and float(st.median(np.abs(lr.values[inside]))) == 0.0
-
-
-def sustained_rise_over_early(values: Curve, reward: Curve | None = None, *, min_ratio, min_stretch_steps,
-                              min_stretch_frac_of_run) -> Evidence | NotJudged | None:
-    """The running median of `values` climbs to `min_ratio` x its early level (the lowest of its first three
-    points, so a divergence inside them does not become the baseline) and holds there for at least
-    `min_stretch_steps` steps and `min_stretch_frac_of_run` of the run (up to the log's end,
-    `min_stretch_steps` is enough): a loss that diverged without a NaN (SFT at too high a learning rate: 4.0
-    -> 546 in 10 steps, 50-150x its start for 25+ steps). Read on supervised runs only: in an RL run (a
-    `reward` is logged) the loss is a surrogate objective whose level means nothing on its own."""
-    v = values.finite()
-    if reward is not None:
-        return NotJudged("an RL run's loss is a surrogate objective (it grows with beta x KL in healthy "
-                         "runs): its level is not read; grad norm, NaN and KL rules read the update")
-    if len(v.values) < MIN_CLEAN_POINTS:
-        return NotJudged(f"{v.signal} has {len(v.values)} finite points; {MIN_CLEAN_POINTS} are needed")
-    early = float(np.min(v.values[:3]))
-    if early <= 0:
-        return NotJudged(f"{v.signal} starts at {early:.3g}: no positive level to compare a divergence with")
-    smooth = st.rolling_median(v.values, min(_smooth_window(len(v.values)), 5))
-    need = max(min_stretch_steps, min_stretch_frac_of_run * v.span)
-    for a, b in st.true_runs(smooth >= min_ratio * early):
-        ends = b == len(v.values) - 1
-        if v.steps[b] - v.steps[a] >= need or (ends and v.steps[b] - v.steps[a] >= min_stretch_steps):
-            peak, level = float(np.max(v.values[a:b + 1])), float(st.median(v.values[a:b + 1]))
-            return Evidence(int(v.steps[a]), int(v.steps[b]), {
-                "signal": v.signal, "key": v.key, "early": early, "peak": peak, "peak_ratio": peak / early,
-                "level": level, "ratio": level / early,
-                "stretch": int(v.steps[b] - v.steps[a])})
-    return None
 
 
 def superseded_blowup(loss: Curve | None = None, grad_norm: Curve | None = None, *,

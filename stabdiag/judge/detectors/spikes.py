@@ -1,19 +1,28 @@
 """Spike detectors: a jump against the recent level or an EMA, and the climb before a blow-up.
 
 Windows, EMA spans and recovery are set in training steps and turned into logged points at the curve's
-own cadence (`Curve.points_for`), so logging every k steps does not stretch them k-fold.  Thresholds are
-ratios and robust noise sds of the curve itself: a small model's grad norm of 0.3 that jumps to 4.5 is
-as much a spike as a large model's 1.0 -> 15.
+own cadence (`Curve.points_for`), so logging every k steps does not stretch them k-fold.  A spike is
+large (a ratio of the level: a small model's grad norm of 0.3 that jumps to 4.5 is as much a spike as a
+large model's 1.0 -> 15) and sure: further out, in robust sds of the curve itself, than a healthy run of
+as many points with this run's own noise tail goes with the per-run false-alarm budget's chance (issue 43
+item 5; stats/extremes.py).  A fixed bar of sds is crossed by chance more often the longer the run: i.i.d.
+log-normal grad norms (sigma 0.2-1.0) warned on 36.5% of runs and failed on 10% at 5x their EMA and 5
+noise sds, Student-t(3) ones warned on 30.5% (bench/calibrate.py, df5563e).  Two readings of how far out,
+each at half the budget: the jump over the recent level (the EMA, or the median of the window before) in
+the local sd of such jumps, and the point's residual from its eight neighbours in theirs (a smooth climb
+leaves none, so a jump on a curve without noise stands out however far its recent level lags).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ... import _stats as st
-from ._base import Curve, Evidence, NotJudged
+from ..stats import extremes as ex
+from ._base import Curve, Evidence, NotJudged, Quiet
 
 # a median of two points is their mean: logged every 5th step, a second burst right after the first kept
 # a pg loss that was back at its level at once "not recovered" (tuning healthy-pg-loss-bursts).  Near
@@ -29,6 +38,14 @@ _MIN_RECOVER_POINTS_AT_END = 2
 _UNRESOLVED_STEPS = 5
 _LOCAL_SHARE = 0.1
 _MIN_LOCAL_POINTS = 5
+_FIRST_TESTED = 10          # the first 10 points are the level the 11th is read against
+_MIN_HUGE_BASELINE = 3      # a huge jump (orders of magnitude) is read against as few as 3 points before it
+_SCALE_BLOCK = 128          # points whose jumps set each point's local sd (noise that changes over a run)
+_MAX_JUMP_POINTS = 20_000   # points whose jumps over their recent median are read (a stride beyond)
+_HALF_NORMAL_MEDIAN = 0.6744897501960817
+_TAIL_PREFIXES = 4          # the prefixes a point's noise tail is read on (quarters of the curve: cost bound)
+_MIN_PREFIX_POINTS = 150    # ... none shorter: Gaussian noise read on 100 points has a median dof_low of 6 and is
+                            # read t(2.5) or heavier in 10% of draws; on 150 points 10, and never (40 draws each)
 
 
 def _recovered(values: np.ndarray, idx: np.ndarray, recover_points: int, back_under: np.ndarray,
@@ -69,53 +86,264 @@ def _crowded(v: Curve, episodes, max_count: float, window_steps: float) -> bool:
 
 
 def _spike_evidence(v: Curve, episodes, level: np.ndarray, level_name: str, recover_points: int,
-                    isolated_max_count: float, isolated_window_steps: float) -> Evidence:
+                    isolated_max_count: float, isolated_window_steps: float, budget: _Budget) -> Evidence:
     i = episodes[0][0]
     # a run that came back from every spike warns, however many (issue 25: verl's published DeepSeek-7B
     # GSM8K baseline absorbs 13 grad-norm spikes of 6-160x in 1,120 steps and trains on); repeated ones
-    # are said, and one it did not come back from fails
+    # are said, and one it never came back from fails
     absorbed = all(back for _, _, back in episodes)
     repeated = _crowded(v, episodes, isolated_max_count, isolated_window_steps)
+    said = (("repeated, each " if repeated else "") + f"absorbed: back to its level within {recover_points} "
+            "points") if absorbed else "not absorbed"
     return Evidence(int(v.steps[i]), int(v.steps[episodes[-1][1]]), {
         "signal": v.signal, "key": v.key, "value": float(v.values[i]), level_name: float(level[i]),
         "ratio": float(v.values[i] / level[i]) if level[i] > 0 else math.inf, "count": len(episodes),
-        "absorbed": (("repeated, each " if repeated else "") + f"absorbed: back to its level within "
-                     f"{recover_points} points") if absorbed else "not absorbed"},
+        "absorbed": said, "budget": budget.text(i)},
         severity="warn" if absorbed else None)
 
 
-def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float,
-                      min_jump_sd: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """How far a point had to stand out to be a spike in this run, by either of two readings (each at half the
+    per-run false-alarm budget `alpha`, over the `tested` points from index `first` on, with the run's own
+    noise tail `tail`): `z`, its jump over its level in a robust sd of such jumps read from `z_points[i]`
+    points, and `z_apart`, its residual from its eight neighbours in the robust sd of those residuals in its
+    block of points (noise apart from the mean: a smooth climb leaves none, so a jump on a curve without
+    noise stands out however its level lags).  The bar for each (`bar`) is the run's tail made heavier by
+    the scale's own estimation (stats/extremes.py).  `tail` None: too short to read one, only jumps of `huge`
+    x the level or more count.  Each point is held to the tail the run had shown before it (`dof_at`, read on
+    `tail_points` points: the longest of a few prefixes that ends before its neighbourhood; points before the
+    first prefix take the first): a run that jumps and stays noisy (a GRPO loss 0.02 -> 0.6-2.4 for the 16
+    steps before its NaN) must not make the tail its jump is read against - one tail for the whole run read
+    t(2), and the jump (29 sds) passed as noise.  The arrays are NaN (0 points) where not read."""
+
+    alpha: float
+    first: int
+    tested: int
+    tail: ex.Tail | None
+    huge: float
+    z: np.ndarray
+    z_points: np.ndarray
+    z_apart: np.ndarray
+    apart_points: np.ndarray
+    dof_at: np.ndarray
+    tail_points: np.ndarray
+    _bars: dict = field(default_factory=dict)
+
+    def bar(self, scale_points: int, dof: float | None = None) -> float:
+        """The robust z a point must reach when its sd was read from `scale_points` points and the noise's tail
+        is Student-t(`dof`) (None: the lightest tail any point is held to, the lowest bar; inf: no tail)."""
+        if self.tail is None or scale_points < 2:
+            return math.inf
+        dof = float(np.max(self.dof_at)) if dof is None else float(dof)
+        if (scale_points, dof) not in self._bars:
+            # two readings at half the budget each: Bonferroni keeps their union within it
+            self._bars[scale_points, dof] = ex.point_threshold(self.tested, self.alpha / 2,
+                                                               ex.studentized_dof(dof, scale_points))
+        return self._bars[scale_points, dof]
+
+    def bars(self, points: np.ndarray, dofs: np.ndarray) -> np.ndarray:
+        """bar() of each pair of `points` and `dofs` (a few distinct pairs: blocks are mostly full, a few
+        prefixes)."""
+        out = np.zeros(len(points))
+        rest = dofs
+        while len(rest):                    # each distinct dof (a few; np.diff of inf warns, np.unique is slow)
+            dof = float(rest[0])
+            rest = rest[rest != dof]
+            here = dofs == dof
+            counts = _distinct(np.sort(points[here]))
+            bar_of_count = np.array([self.bar(int(m), dof) for m in counts.tolist()])
+            out[here] = bar_of_count[np.searchsorted(counts, points[here])]
+        return out
+
+    def sure(self, i: np.ndarray) -> np.ndarray:
+        """Past the bar at the points `i` by either reading."""
+        if self.tail is None:
+            return np.zeros(len(i), dtype=bool)
+        return (self.z[i] >= self.bars(self.z_points[i], self.dof_at[i])) | \
+            (self.z_apart[i] >= self.bars(self.apart_points[i], self.dof_at[i]))
+
+    def text(self, i: int) -> str:
+        """What the budget read at point i: "41 robust sds against a bar of 9.3, crossed by chance in 1% of healthy
+        runs of 4,000 points with this run's noise tail (Student-t 5)" (the reading that stands out most); or,
+        for a short run, why only a huge jump counts."""
+        if self.tail is None:
+            return (f"{self.tested + _MIN_HUGE_BASELINE} points are too few to read the run's own noise tail; a jump "
+                    f"of {self.huge:g}x or more is one no noise makes")
+        tail = float(self.dof_at[i])
+        dof = "Gaussian" if math.isinf(tail) else f"Student-t {tail:g}"
+        readings = [(self.z[i], self.bar(int(self.z_points[i]), tail)),
+                    (self.z_apart[i], self.bar(int(self.apart_points[i]), tail))]
+        z, bar = max(((z, b) for z, b in readings if np.isfinite(b)), key=lambda zb: (zb[0] - zb[1]) / zb[1]
+                     if np.isfinite(zb[0]) else -math.inf, default=(math.nan, math.inf))
+        return (f"{_z_text(z)} robust sds against a bar of {bar:.3g}, crossed by chance in {self.alpha:.0%} of healthy "
+                f"runs of {self.tested:,} points with this run's noise tail ({dof}, read on its "
+                f"{self.tail_points[i]:,} points before)")
+
+    def rate_per_10k(self) -> float:
+        """The false alarms the bar implies per 10,000 points: alpha spread over the points tested."""
+        return self.alpha * 10_000 / max(self.tested, 1)
+
+
+def _z_text(z: float) -> str:
+    return "over 1000" if not np.isfinite(z) or z > 1000 else f"{z:.3g}"
+
+
+def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail_points: float) -> _Budget:
+    """The run's bar for a spike (see _Budget): points from index `first` on are tested; the tail is read
+    from the residuals of `y` from its neighbours (stats/extremes.py) when the curve has `min_tail_points`
+    points or more."""
+    n = len(y)
+    tested = max(n - first, 1)
+    tail = None
+    z_apart, apart_points = np.full(n, np.nan), np.zeros(n, dtype=np.intp)
+    dof_at, tail_points = np.full(n, math.inf), np.zeros(n, dtype=np.intp)
+    if n >= min_tail_points:
+        resid = ex.neighbour_residuals(y)
+        # one printed step (a loss rounded to 4 decimals) is the least noise a point can carry
+        scale, apart_points = _block_scale(resid, max(st.logged_quantum(y), _tiny(y)))
+        z_apart = resid / scale
+        tail = ex.fit_tail(z_apart)
+        dof_at, tail_points = _tails_before(z_apart, int(min_tail_points), tail)
+    return _Budget(alpha, first, tested, tail, huge_ratio, np.full(n, np.nan), np.zeros(n, dtype=np.intp), z_apart,
+                   apart_points, dof_at, tail_points)
+
+
+def _tails_before(z: np.ndarray, min_points: int, whole: ex.Tail | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's tail (the heaviest its 80% interval allows, `dof_low`) and the points it was read on: the
+    longest of _TAIL_PREFIXES prefixes (quarters of the curve, at least _MIN_PREFIX_POINTS) that ends before the
+    point's neighbourhood (its residual's eight neighbours: the point itself never shapes it); points before
+    the first prefix's end take the first.  The prefixes are fixed by the curve's length, not by where its
+    large points are (a prefix chosen to end before the first large point would be one without them: a
+    tail read too light).  `whole`: the tail of the whole curve (the last prefix), already fitted."""
+    n = len(z)
+    ends = sorted({min(max(min_points, _MIN_PREFIX_POINTS, n * k // _TAIL_PREFIXES), n)
+                   for k in range(1, _TAIL_PREFIXES + 1)})
+    dofs = []
+    for e in ends:
+        t = whole if e == n else ex.fit_tail(z[:e])
+        dofs.append(t.dof_low if t is not None else (whole.dof_low if whole is not None else math.inf))
+    at = np.maximum(np.searchsorted(ends, np.arange(n) - ex.NEIGHBOURS, side="right") - 1, 0)
+    return np.asarray(dofs)[at], np.asarray(ends, dtype=np.intp)[at]
+
+
+def _block_scale(resid: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's local robust sd of `resid` (its block of _SCALE_BLOCK points, at least `floor`) and how
+    many finite points that sd was read from."""
+    scale = ex.local_scale(resid, _SCALE_BLOCK, floor=floor)
+    finite = np.isfinite(resid).astype(np.intp)
+    counts = np.zeros(len(resid), dtype=np.intp)
+    edges = list(range(0, len(resid), _SCALE_BLOCK)) + [len(resid)]
+    if len(edges) > 2 and edges[-1] - edges[-2] < _SCALE_BLOCK // 2:
+        edges.pop(-2)
+    for a, b in zip(edges[:-1], edges[1:]):
+        counts[a:b] = int(finite[a:b].sum())
+    return scale, counts
+
+
+def _tiny(y: np.ndarray) -> float:
+    """A scale under which differences are rounding: 1e-9 of the curve's size."""
+    return 1e-9 * float(np.max(np.abs(y))) + 1e-300 if len(y) else 1e-300
+
+
+def _quiet_note(v: Curve, y: np.ndarray, points: np.ndarray, level: np.ndarray, level_name: str,
+                budget: _Budget, recover_points: int, back_under: np.ndarray) -> Quiet | None:
+    """Jumps past the size bar, each back at its level within `recover_points` points, that the run's noise
+    makes as often as the budget allows: a note (None where one of them was not absorbed: no note for it)."""
+    absorbed = [a for a, _, back in _recovered(y, points, recover_points, back_under) if back is True]
+    if not absorbed:
+        return None
+    i = max(absorbed, key=lambda j: v.values[j] / level[j] if level[j] > 0 else 0.0)
+    ratio = v.values[i] / level[i] if level[i] > 0 else math.inf
+    more = f" (and {len(absorbed) - 1} more)" if len(absorbed) > 1 else ""
+    said = f"{v.key} {v.values[i]:.4g} at step {int(v.steps[i])}, {ratio:.1f}x its {level_name} {level[i]:.3g}{more}"
+    if budget.tail is None:
+        return Quiet(f"{said}, back within {recover_points} points: {budget.text(i)}, so a smaller one the run came "
+                     "back from is not told from its noise")
+    return Quiet(f"{said}, back within {recover_points} points: {budget.text(i)}; this run's noise makes such a "
+                 f"jump (implied false alarms: {budget.rate_per_10k():.2g} per 10,000 points)")
+
+
+def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Budget, log_scale: bool,
+                      recover: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Which points spike against the median of the `window` points before them (all points so far until
-    a full window has passed, from the 11th point on), and that recent median and robust sd (NaN where
-    not needed).  The sd is never under a floor, so a point whose jump over a cheap lower bound of its
-    recent median stays under `min_jump_sd` floors is no spike: the exact median and MAD (O(window)
-    each) are computed only for the few points left."""
+    a full window has passed): past the run's bar (`budget`) in robust sds of those points and, on the log
+    scale, by `min_ratio` x that median (a short run's bar: `budget.huge` x, or `min_ratio` x held by the
+    `recover` points from it on: a level shift).  Returns the spikes, the
+    recent median and sd (NaN where not read), and the points past the size bar only (notes).  The sd is
+    never under a floor (the run's point-to-point noise, the log's printed step), so the exact median and
+    MAD (O(window) each) are computed only where a cheap lower bound of the median leaves a large enough
+    jump possible; budget.z is filled there."""
     n = len(x)
-    lower = st.recent_median_floor(x, window)
-    lower[:10] = np.nan
-    # a history that is flat to the logged precision (a GRPO loss printed as 0.0000 for 30 steps) has a
-    # MAD of 0; the run's own point-to-point noise is the floor, so 0.0001 is not a spike
-    noise = st.noise_sd(x)
-    maybe = np.flatnonzero(x - lower >= min_jump_sd * max(noise, 1e-12))
     med, sd, spike = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
-    if not len(maybe):
-        return spike, med, sd
+    none = np.zeros(0, dtype=np.intp)
+    # a history that is flat to the logged precision (a GRPO loss printed as 0.0000 for 30 steps) has a
+    # MAD of 0; the run's own point-to-point noise is the floor, so 0.0001 is not a spike ...
+    noise = st.noise_sd(x)
     # ... and a loss printed to 4 decimals moves in steps of 0.0001: one printed step is the least noise
     quantum = st.logged_quantum(x)
-    floor = max(noise, quantum)
+    floor = max(noise, quantum, _tiny(x))
+    if log_scale:
+        least = math.log(min_ratio)                  # spikes and notes alike are at least min_ratio x
+    elif budget.tail is not None:
+        least = min(budget.bar(window), budget.bar(_SCALE_BLOCK)) * floor
+    else:
+        return spike, med, sd, none                  # a short curve off the log scale: no huge jump defined
+    lower = st.recent_median_floor(x, window)
+    maybe = np.flatnonzero(x - lower >= least)
+    if not log_scale:
+        # the neighbour reading is not bounded by the recent median's: a point past its bar is read too
+        apart = np.flatnonzero(budget.z_apart >= budget.bars(budget.apart_points, budget.dof_at)) \
+            if budget.tail is not None \
+            else none
+        maybe = _distinct(np.sort(np.concatenate([maybe, apart]))).astype(np.intp)
+    maybe = maybe[maybe >= budget.first]
+    if not len(maybe):
+        return spike, med, sd, none
     m, d = st.recent_median_mad(x, window, maybe)
-    d = np.maximum(d, np.maximum(floor, 1e-6 * np.abs(m) + 1e-12))
-    level = x[maybe]
-    positive_level = m > 3.0 * d
+    d = np.maximum(d, floor)
+    jump = x[maybe] - m
+    budget.z[maybe] = jump / (d * _wander_factor(x, window, floor))
+    budget.z_points[maybe] = np.minimum(maybe, window)          # the points the recent median and sd were read from
+    large = jump >= least if log_scale else np.ones(len(maybe), dtype=bool)
+    if budget.tail is not None:
+        sure = budget.sure(maybe)
+    else:
+        held = np.array([bool(np.all(x[i:i + recover] - mi >= least)) and i + recover <= n
+                         for i, mi in zip(maybe.tolist(), m.tolist())])
+        sure = (jump >= math.log(budget.huge)) | held
     # a spike needs a baseline: against a recent median of exactly 0 (a GRPO loss or grad norm of 0 while
     # every group is equal: layer 1's consequence) any value is an "infinite" jump (issue 25)
-    spike[maybe] = (level - m >= min_jump_sd * d) & np.where(positive_level, level >= min_ratio * m, True) \
-        & np.isfinite(m) & (m != 0)
+    ok = np.isfinite(m) & (log_scale | (m != 0))
+    spike[maybe] = large & sure & ok
     med[maybe], sd[maybe] = m, d
-    _drop_climbs_from_zero(x, spike, med, sd, min_jump_sd, max(_MIN_LOCAL_POINTS, int(_LOCAL_SHARE * window)),
-                           _UNRESOLVED_STEPS * quantum)
-    return spike, med, sd
+    if not log_scale:
+        local = max(_MIN_LOCAL_POINTS, int(_LOCAL_SHARE * window))
+        _drop_climbs_from_zero(x, spike, med, sd, budget.bar(window, budget.tail.dof_low) if budget.tail else math.inf,
+                               local, _UNRESOLVED_STEPS * quantum)
+    notes = maybe[large & ~sure & ok] if log_scale else none
+    return spike, med, sd, notes
+
+
+def _distinct(sorted_ints: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array (np.unique imports numpy.ma: a cold start's cost)."""
+    return sorted_ints[np.concatenate([[True], np.diff(sorted_ints) > 0])] if len(sorted_ints) else sorted_ints
+
+
+def _wander_factor(x: np.ndarray, window: int, floor: float) -> float:
+    """How much further a point typically lies from the median of the `window` points before it than that
+    window's own sd says (1 where no further): the median over the curve of |jump| / sd, over its value for
+    independent noise (0.6745).  A noise that wanders (AR(1) phi 0.99) leaves a window's points closer to each
+    other than to the points that follow it; a median over the whole curve is not moved by the few jumps being
+    tested.  Read on at most _MAX_JUMP_POINTS points (a stride through longer curves: cost only)."""
+    n = len(x)
+    if n <= _FIRST_TESTED + 1:
+        return 1.0
+    at = np.arange(_FIRST_TESTED, n) if n - _FIRST_TESTED <= _MAX_JUMP_POINTS else \
+        _distinct(np.linspace(_FIRST_TESTED, n - 1, _MAX_JUMP_POINTS).astype(np.intp))
+    med, sd = st.recent_median_mad(x, window, at)
+    ratio = np.abs(x[at] - med) / np.maximum(sd, floor)
+    return max(float(st.median(ratio[np.isfinite(ratio)])) / _HALF_NORMAL_MEDIAN, 1.0) if len(at) else 1.0
 
 
 def _drop_climbs_from_zero(x: np.ndarray, spike: np.ndarray, med: np.ndarray, sd: np.ndarray,
@@ -135,44 +363,72 @@ def _drop_climbs_from_zero(x: np.ndarray, spike: np.ndarray, med: np.ndarray, sd
         spike[i:end] = False
 
 
-def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps, min_ratio, min_jump_sd,
-                    isolated_max_count, isolated_window_steps, recover_steps,
-                    recover_sd) -> Evidence | NotJudged | None:
-    """A point of `values` jumps far above the median of the points in the `window_steps` steps before it: by
-    `min_jump_sd` robust sds and, where that level is clearly positive (a cross-entropy loss), by `min_ratio`
-    x the level.  Consecutive spike points are one episode; the run came back from it when, within
-    `recover_steps` steps, the median of the points after it (or 3 in a row) is back within `recover_sd` sds
-    of the level.  Episodes the run came back from only warn (said to repeat when more than
-    `isolated_max_count` fall within `isolated_window_steps` steps); one it did not come back from fails.  In
-    an RL run (a `reward` is logged) a loss near 0 is a policy-gradient loss: bursts it comes back from are
-    not reported, and one in the log's last points leaves the rule undecided.
+def _log_scale_loss(values: np.ndarray) -> bool:
+    """A loss read on the log scale: every value positive and its level far above its point-to-point noise
+    (a cross-entropy: a spike is a multiple of it).  A policy-gradient loss near 0, or one that crosses 0, is
+    read on its own scale."""
+    if not len(values) or float(np.min(values)) <= 0:
+        return False
+    return float(st.median(values)) > 10.0 * max(st.noise_sd(values), _tiny(values))
+
+
+def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps, min_ratio, run_alpha,
+                    huge_ratio, min_tail_points, isolated_max_count, isolated_window_steps, recover_steps,
+                    recover_sd) -> Evidence | NotJudged | Quiet | None:
+    """A point of `values` jumps far above the median of the points in the `window_steps` steps before it:
+    further, in robust sds, than a healthy run of as many points with this run's own noise tail shows
+    anywhere with chance `run_alpha` (the per-run false-alarm budget, stats/extremes.py), and, for a
+    positive loss (read on the log scale: a cross-entropy), at least `min_ratio` x that level.  A curve of
+    fewer than `min_tail_points` points has no tail to read: there a jump counts when it is `huge_ratio` x
+    its level or more, or `min_ratio` x held by the points of the next `recover_steps` steps (a level shift).
+    Consecutive spike points are one episode; the run came back from it when, within `recover_steps` steps,
+    the median of the points after it (or 3 in a row) is back within `recover_sd` sds of the level.
+    Episodes the run came back from only warn (said to repeat when more than `isolated_max_count` fall
+    within `isolated_window_steps` steps); one it did not come back from fails.  Jumps past `min_ratio` that
+    the run absorbed and its noise makes as often as the budget allows are a note.  In an RL run (a
+    `reward` is logged) a loss near 0 is a policy-gradient loss: bursts it comes back from are not
+    reported, and one in the log's last points leaves the rule undecided.
 
     Against a level that is 0 to the log's precision, a run of spike points whose first point does not also
-    stand that far above the last few points is a climb from 0, not a spike (_drop_climbs_from_zero); an
-    episode longer than the recovery window is a level shift, not a spike (_recovered). Without a reward the
-    loss is a cross-entropy, however low and noisy, and every spike counts."""
+    stand that far above the last few points is a climb from 0, not a spike (_drop_climbs_from_zero).
+    Without a reward the loss is a cross-entropy, however low and noisy, and every spike counts."""
     v = values.finite()
-    if len(v.values) <= 10:
+    log_scale = _log_scale_loss(v.values)
+    if len(v.values) <= _FIRST_TESTED and not (log_scale and len(v.values) > _MIN_HUGE_BASELINE):
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
+    x = np.log(v.values) if log_scale else v.values
+    first = _FIRST_TESTED if len(x) >= min_tail_points else _MIN_HUGE_BASELINE
     window = v.points_for(window_steps, 10)
     recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
-    spike, med, sd = _spikes_vs_recent(v.values, window, min_ratio, min_jump_sd)
+    budget = _budget(x, first, run_alpha, huge_ratio, min_tail_points)
+    spike, med, sd, notes = _spikes_vs_recent(x, window, min_ratio, budget, log_scale, recover)
+    level = np.exp(med) if log_scale else med
     if not spike.any():
-        return None
-    episodes = _recovered(v.values, np.flatnonzero(spike), recover, med + recover_sd * sd)
+        if not log_scale and budget.tail is None:
+            return NotJudged(f"{v.signal} has {len(v.values)} finite points, too few ({min_tail_points:g}) to read its "
+                             "noise's tail, and no level to read a huge jump against (it lies near 0, or scatters "
+                             "by more than a tenth of its level)")
+        if len(v.values) <= _FIRST_TESTED:
+            return NotJudged(f"{v.signal} has {len(v.values)} finite points and no jump of {huge_ratio:g}x its level;"
+                             f" {_FIRST_TESTED + 1} are needed to judge smaller ones")
+        note = _quiet_note(v, x, notes, level, "recent level", budget, recover, med + recover_sd * sd) \
+            if len(notes) and reward is None else None
+        return note
+    episodes = _recovered(x, np.flatnonzero(spike), recover, med + recover_sd * sd)
     # the seed's 10x reads a loss with a positive level (cross-entropy).  A policy-gradient loss that
     # hovers at 0 has no such scale and bursts with the batch's KL: a burst it comes back from is not a
     # finding (healthy TRL GRPO runs show several), one it does not come back from is.
     # "hovers at 0" = a level under 10 robust sds: a cross-entropy loss sits 20-100+ sds above 0, a
     # KL-dominated GRPO loss (0.002 +- 0.001) 2-3 sds
-    cross_entropy_like = (med > 10.0 * sd) | (reward is None)
+    cross_entropy_like = log_scale | (med > 10.0 * sd) | (reward is None)
     # a burst the finite points end after did not come back where a NaN or Inf follows it: it blew up
     blew_up_after = values.steps[~np.isfinite(values.values)]
     episodes = [(a, e, False if back is None and (blew_up_after > v.steps[e]).any() else back)
                 for a, e, back in episodes]
     reported = [(a, e, back) for a, e, back in episodes if cross_entropy_like[a] or back is False]
     if reported:
-        return _spike_evidence(v, reported, med, "recent", recover, isolated_max_count, isolated_window_steps)
+        return _spike_evidence(v, reported, level, "recent", recover, isolated_max_count, isolated_window_steps,
+                               budget)
     # a burst of such a loss in the log's last points: whether the run comes back from it is not known
     # yet (a live log read at 30% of a healthy Unsloth GRPO run ended one point after a 13x burst)
     pending = [a for a, _, back in episodes if back is None]
@@ -184,27 +440,76 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     return None
 
 
-def spike_vs_ema(values: Curve, *, ratio_vs_ema, min_jump_sd, ema_span_steps, isolated_max_count,
-                 isolated_window_steps, recover_steps, recover_ratio,
-                 min_level_of_median) -> Evidence | NotJudged | None:
-    """A point of `values` exceeds `ratio_vs_ema` x the EMA (span `ema_span_steps` steps) of the points before
-    it and stands `min_jump_sd` robust noise sds above it; the EMA is floored at `min_level_of_median` x the
-    run's median, so a step back to normal after steps of zero gradient is no spike.  Spikes the run came back
-    from (the median of the points within `recover_steps` steps after it, or 3 in a row, under `recover_ratio`
-    x the EMA) only warn, said to repeat when more than `isolated_max_count` fall within
-    `isolated_window_steps` steps; one it did not come back from fails.
+def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail_points, ema_span_steps,
+                 isolated_max_count, isolated_window_steps, recover_steps, recover_ratio,
+                 min_level_of_median) -> Evidence | NotJudged | Quiet | None:
+    """A point of `values` (a grad norm) exceeds `ratio_vs_ema` x the EMA (span `ema_span_steps` steps) of the
+    points before it, and its jump over the EMA of their logs (a grad norm is read on the log scale) stands
+    further out, in robust sds, than a healthy run of as many points with this run's own noise tail shows anywhere
+    with chance `run_alpha` (the per-run false-alarm budget, stats/extremes.py).  A curve of fewer than
+    `min_tail_points` points has no tail to read: there a jump counts when it is `huge_ratio` x the EMA or
+    more, or `ratio_vs_ema` x held by the points of the next `recover_steps` steps (a level shift).  The EMA
+    is floored at `min_level_of_median` x the run's median, so a step back to normal after steps of
+    near-zero gradient is no spike (exact zeros are left out).  Spikes the run came back from (the median
+    of the points within `recover_steps` steps after it, or 3 in a row, under `recover_ratio` x the EMA)
+    only warn, said to repeat when more than `isolated_max_count` fall within `isolated_window_steps`
+    steps; one it did not come back from fails.  Jumps past `ratio_vs_ema` that the run absorbed and its
+    noise makes as often as the budget allows are a note.
 
     Seed 002's second condition, an absolute 5.0, is an example for one model size and would hide a small
-    model's 0.3 -> 4.5; the noise test takes its place."""
+    model's 0.3 -> 4.5; the budget takes its place."""
     v = values.finite()
-    if len(v.values) <= 10:
-        return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
-    spike, ema = _ema_spikes(v, ratio_vs_ema, min_jump_sd, ema_span_steps, min_level_of_median)
-    if not spike.any():
-        return None
+    positive = v.values > 0
+    if not positive.all():
+        # a grad norm of exactly 0 (every group's rewards equal, a skipped step) is no point on the log scale:
+        # the spike test reads the others (L3.frozen-updates reads the zeros)
+        v = Curve(v.signal, v.key, v.steps[positive], v.values[positive])
+    n = len(v.values)
+    if n <= _MIN_HUGE_BASELINE:
+        return NotJudged(f"{v.signal} has {n} finite positive points; {_MIN_HUGE_BASELINE + 1} are needed to read "
+                         f"a huge jump, {_FIRST_TESTED + 1} any other")
+    y = np.log(v.values)
+    span = v.points_for(ema_span_steps, 2)
+    floor = math.log(min_level_of_median) + float(st.median(y)) if min_level_of_median > 0 else -math.inf
+    ema = np.maximum(st.ema_before(y, span), floor)
+    jump = y - ema
+    first = _FIRST_TESTED if n >= min_tail_points else _MIN_HUGE_BASELINE
+    budget = _budget(y, first, run_alpha, huge_ratio, min_tail_points)
+    scale, budget.z_points[:] = _block_scale(jump, max(st.noise_sd(y), st.logged_quantum(y), _tiny(y)))
+    budget.z[:] = jump / scale
+    # how large is seed 002's: a multiple of the EMA of the values (an arithmetic EMA follows a burst up faster
+    # than one of the logs, so a burst's later points are read against it: BLOOM-176B's 2.4 -> 960 -> 650 over 7
+    # steps, back to 0.27, is one absorbed episode of 4 points, not a 7-point level shift)
+    level = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(st.median(v.values)))
+    everywhere = np.arange(n)
+    large = v.values > ratio_vs_ema * level
     recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
-    episodes = _recovered(v.values, np.flatnonzero(spike), recover, recover_ratio * ema)
-    return _spike_evidence(v, episodes, ema, "ema", recover, isolated_max_count, isolated_window_steps)
+    sure = budget.sure(everywhere) if budget.tail is not None else \
+        (v.values >= huge_ratio * level) | _held(y, np.log(level), math.log(ratio_vs_ema), recover)
+    tested = everywhere >= first
+    spike = large & sure & tested
+    if not spike.any():
+        if n <= _FIRST_TESTED:
+            return NotJudged(f"{v.signal} has {n} finite points and no jump of {huge_ratio:g}x its EMA; "
+                             f"{_FIRST_TESTED + 1} are needed to judge smaller ones")
+        notes = np.flatnonzero(large & ~sure & tested)
+        return _quiet_note(v, v.values, notes, level, "EMA", budget, recover, recover_ratio * level) \
+            if len(notes) else None
+    episodes = _recovered(v.values, np.flatnonzero(spike), recover, recover_ratio * level)
+    return _spike_evidence(v, episodes, level, "ema", recover, isolated_max_count, isolated_window_steps, budget)
+
+
+def _held(y: np.ndarray, level: np.ndarray, size: float, points: int) -> np.ndarray:
+    """Points that jump `size` (on y's scale) over their level with the `points` - 1 points after them all
+    still that far over the same level: a level shift of several points at once, each past the size bar.  On
+    a curve too short to read its noise's tail, that is evidence a single point of the same size is not."""
+    n = len(y)
+    out = np.zeros(n, dtype=bool)
+    if n < points:
+        return out
+    over = np.stack([y[k:n - points + 1 + k] - level[:n - points + 1] >= size for k in range(points)])
+    out[:n - points + 1] = over.all(axis=0) & np.isfinite(level[:n - points + 1])
+    return out
 
 
 def _ema_spikes(v: Curve, ratio_vs_ema: float, min_jump_sd: float, ema_span_steps: float,

@@ -23,6 +23,7 @@ from ._base import (
     _smooth_window,
 )
 from .divergence import trend_divergence
+from .excursions import climb_values, held_climb, read_climbs
 
 _SMALL_SHARE = 0.3       # a rise under this share of a curve's range is small (the divergence rule's min_rise_share)
 _OVERLAP_SHARE = 0.25    # the reward had made this share of its rise by the end of the truncation's climb, and
@@ -176,37 +177,53 @@ def _share_made_at(r: Curve, start_level: float, rise: float, steps: tuple[float
     return float((at[0] - start_level) / rise), float((at[1] - start_level) / rise)
 
 
-def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | None = None, *,
-                   min_rise_frac, min_points, min_points_after) -> Evidence | NotJudged | None:
-    """`values` (a held-out loss) ends at least `min_rise_frac` above its best, read as the median of its last
-    `min_points_after` points after the best, while `falling` (the training loss) keeps falling: the model is
-    fitting its training data, not the task (overfitting). A training loss that rose too is a divergence, not
-    this.  In an RL run (a `reward` is logged) the eval loss is the surrogate on eval prompts and is not
-    judged, nor is a curve of fewer than `min_points` points."""
+def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | None = None, *, min_share, min_sd,
+                   sure_z, stretch_steps, min_points) -> Evidence | NotJudged | None:
+    """`values` (a held-out loss) climbs back from its running best by at least `min_share` of the way it came
+    down (the median of its first points minus that best) and `min_sd` sds of its own noise, and holds to the
+    log's end for `stretch_steps` steps or more, surely (the mean of its points there minus the mean at its
+    best `sure_z` standard errors clear of 0 and at least that large; excursions.read_climbs), while `falling`
+    (the training loss) did not rise between the same steps: the model is fitting its training data, not the
+    task (overfitting).  A training loss that rose too is a divergence (L3.loss-divergence), not this.  A climb
+    the data can neither confirm nor rule out is too noisy to tell; in an RL run (a `reward` is logged) the
+    eval loss is the surrogate on eval prompts and is not judged, nor is a curve of fewer than `min_points`
+    points."""
     if reward is not None:
         return NotJudged("an RL run's eval loss is the policy loss on eval prompts, not a held-out likelihood")
     v = values.finite()
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} points; {min_points:g} are needed")
-    best = int(np.argmin(v.values))
-    low = float(v.values[best])
-    after = v.values[best + 1:]
-    if low <= 0:
-        return NotJudged(f"{v.signal} reaches {low:.3g}: a rise is read as a fraction of a positive loss")
-    if len(after) < min_points_after:
+    read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps)
+    d = held_climb(read)
+    if d.decision == CLEAN:
         return None
-    held = float(st.median(after[-int(min_points_after):]))
-    if held < (1 + min_rise_frac) * low:
-        return None
-    if falling is not None:
-        f = falling.finite()
-        before = f.values[f.steps <= v.steps[best]]
-        later = f.values[f.steps > v.steps[best]]
-        if len(before) and len(later) and float(st.median(later[-3:])) >= float(st.median(before[-3:])):
-            return None                       # the training loss rose too: a divergence, not overfitting
-    return Evidence(int(v.steps[best]), int(v.steps[-1]), {
-        "signal": v.signal, "key": v.key, "best": low, "best_step": int(v.steps[best]), "last": held,
-        "rise": held / low - 1.0})
+    best_steps = (float(read.steps[d.reference[0]]), float(read.steps[d.reference[1] - 1]))
+    if falling is not None and _rose_too(falling, best_steps, (float(read.steps[d.start]), float(read.steps[-1]))):
+        return None                           # the training loss rose too: a divergence, not overfitting
+    said = climb_values(read, d, v)
+    if d.decision != FINDING:
+        return NotJudged.too_noisy(f"{v.signal} {said['best']:.4g} at its best (step {said['best_step']}) -> "
+                                   f"{said['level']:.4g} to the end, a climb of {d.reading.text(sure_z)} against the "
+                                   f"{d.bar:.3g} looked for")
+    return Evidence(said["onset"], int(v.steps[-1]), said)
+
+
+def _rose_too(falling: Curve, best: tuple[float, float], after: tuple[float, float]) -> bool:
+    """Whether the training loss's level over the `after` steps is at or above its level over the `best`
+    steps (each the median of its points there, at least the 3 nearest)."""
+    f = falling.finite()
+    if len(f.values) < 2:
+        return False
+
+    def level(lo: float, hi: float) -> float:
+        inside = (f.steps >= lo) & (f.steps <= hi)
+        if inside.sum() < 3:
+            centre = int(np.searchsorted(f.steps, 0.5 * (lo + hi)))
+            inside = np.zeros(len(f.steps), dtype=bool)
+            inside[max(centre - 1, 0):centre + 2] = True
+        return float(st.median(f.values[inside]))
+
+    return level(*after) >= level(*best)
 
 
 def growth_while_steady(growing: Curve, steady: Curve | None = None, *, min_growth_ratio, max_steady_rise,

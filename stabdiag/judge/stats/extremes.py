@@ -1,0 +1,229 @@
+"""How far a single point must stand from its level before a healthy run shows one like it less often than a
+declared per-run budget: the run's own tail, read as a Student-t, and a bound that grows with the points.
+
+Why.  A fixed bar ("15 robust sds", "5x its EMA") is crossed by chance more often the longer the run: i.i.d.
+log-normal grad norms with sigma 0.5 crossed 5x their EMA on 78% of 4,000-step runs.  A bar that keeps the
+chance that a healthy run raises any alarm at `alpha` must grow with the number of points n tested and with
+the heaviness of the noise's tail: each point may cross it with chance alpha / n (Bonferroni; conservative when
+neighbouring points share a baseline).  How heavy the tail is differs from run to run (a grad norm's log
+scatter is near Gaussian in one run and Student-t(3) in another, whose 1-in-10^5 point stands 90 robust sds
+out), so it is read from the run itself.
+
+What.  The noise is read apart from the mean: each point's residual from the median of its eight neighbours
+(four before, four after; `neighbour_residuals`), which a trend or a level shift barely moves (a step leaves a
+few residuals beside it, a spike one; with four neighbours the median's own scatter made a Student-t(3) read as
+t(4)), standardized by their robust spread in blocks of points
+(`local_scale`: noise that shrinks or grows over a run is read where it is).  A Student-t location-scale
+family, symmetric around 0, is fitted to those by maximum likelihood on a grid of degrees of freedom
+(`fit_tail`), the points beyond the body's `body` quantile censored (they count as "beyond", their values
+unread), so that the spikes being tested cannot make the tail they are tested against.  The lower end of the
+profile likelihood's 80% interval for the degrees of freedom (chi2(1) 80% / 2 = 0.82 under its maximum; Venzon
+& Moolgavkar 1988), a one-sided 90% bound, gives the heaviest tail the data allow, `dof_low` (at most as heavy
+as t(2)); at 95% a Gaussian run of 100 points was read as t(2) and a 30-sd spike was within its noise.  The
+bar is that t's 1 - alpha / n
+quantile in robust sds (`point_threshold`).  Few points allow heavy tails, so a short run's bar is high; a
+run too short to fit (fewer than 8 points) has none.
+
+Student-t quantiles are computed here from the regularized incomplete beta function (continued fraction,
+Numerical Recipes 6.4) rather than taken from scipy.stats, which costs seconds to import.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import _stats as st
+
+# the heaviest tail considered is Student-t(2), whose variance is already infinite: heavier (Cauchy-like)
+# noise would have no level to be a spike from, and a short run's interval always reaches it
+DOF_GRID = (2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 25.0, 50.0, math.inf)
+NEIGHBOURS = 4                            # neighbours on each side whose median a residual is taken from
+CHI2_1_80_HALF = 0.8211872075832248      # chi2(1) 80% quantile / 2: the profile likelihood's 80% interval
+_SCALE_GRID = np.geomspace(0.7, 1.4, 13)  # the scale profiled around the value that matches the median
+_MAX_FIT_POINTS = 10_000                  # residuals read by the fit (a stride through longer curves): cost only
+MIN_FIT_POINTS = 8
+MAD_EFFICIENCY = 0.368                    # the MAD's asymptotic efficiency under Gaussian noise
+MIN_CENSORED = 4                          # the fewest points censored at the top of the body
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """A Student-t read from a curve's standardized residuals: the best-fitting degrees of freedom and the
+    heaviest tail (fewest degrees of freedom) within its 80% profile interval; inf is Gaussian."""
+
+    dof: float
+    dof_low: float
+    points: int
+
+
+def neighbour_residuals(values: np.ndarray, side: int = NEIGHBOURS) -> np.ndarray:
+    """Each point minus the median of its `side` neighbours on each side (the point itself left out), NaN at
+    the `side` points at either end.  Computed in chunks, so a million points need no 8 x n array."""
+    y = np.asarray(values, dtype=np.float64)
+    n = len(y)
+    out = np.full(n, np.nan)
+    if n < 2 * side + 1:
+        return out
+    offsets = [o for o in range(-side, side + 1) if o != 0]
+    chunk = 1 << 16
+    for a in range(side, n - side, chunk):
+        b = min(a + chunk, n - side)
+        around = np.stack([y[a + o:b + o] for o in offsets])
+        around.partition((side - 1, side), axis=0)
+        out[a:b] = y[a:b] - 0.5 * (around[side - 1] + around[side])
+    return out
+
+
+def local_scale(residuals: np.ndarray, block: int, floor: float = 0.0) -> np.ndarray:
+    """Each point's noise sd: the robust sd (MAD) of the finite residuals in its block of `block` points (the
+    last block takes the remainder, a short one joins the block before it), at least `floor`."""
+    n = len(residuals)
+    out = np.full(n, floor, dtype=np.float64)
+    block = max(int(block), 1)
+    edges = list(range(0, n, block)) + [n]
+    if len(edges) > 2 and edges[-1] - edges[-2] < block // 2:
+        edges.pop(-2)                       # a short last block joins the one before it
+    for a, b in zip(edges[:-1], edges[1:]):
+        part = residuals[a:b]
+        part = part[np.isfinite(part)]
+        if len(part) >= 3:
+            out[a:b] = max(st.robust_sd(part), floor)
+    return out
+
+
+def fit_tail(z: np.ndarray, *, body: float = 0.99) -> Tail | None:
+    """The Student-t that best fits the standardized residuals `z` (symmetric about 0, its scale profiled),
+    the points beyond the `body` quantile of |z| (at least the top MIN_CENSORED) censored; None with fewer
+    than MIN_FIT_POINTS finite nonzero ones.  Grid of degrees of freedom: DOF_GRID."""
+    x = np.abs(np.asarray(z, dtype=np.float64))
+    # a residual of exactly 0 is a tie of printed values (a loss logged as 0.0000 for a stretch), not a draw
+    # of the noise: it would read as a spike of density at 0, which no t has
+    x = x[np.isfinite(x) & (x > 0)]
+    if len(x) < MIN_FIT_POINTS:
+        return None
+    if len(x) > _MAX_FIT_POINTS:
+        x = x[np.linspace(0, len(x) - 1, _MAX_FIT_POINTS).astype(np.intp)]
+    x = np.sort(x)
+    # the body: all but the top share `1 - body`, and at least the top MIN_CENSORED (a level step leaves a
+    # residual on each side of it, an excursion that comes back four, a spike one: the events being tested
+    # must not make the tail; more censored on a short curve throws away the evidence that its other large
+    # residuals are small)
+    keep = min(int(body * (len(x) - 1)), len(x) - 1 - MIN_CENSORED)
+    cut = float(x[max(keep, 0)])
+    inside = x[x <= cut]
+    beyond = len(x) - len(inside)
+    middle = float(st.median(x))
+    if middle <= 0 or cut <= 0:
+        return Tail(math.inf, math.inf, len(x))        # no spread: nothing to read a tail from
+    logliks = []
+    for dof in DOF_GRID:
+        scales = middle / t_isf(0.25, dof) * _SCALE_GRID
+        u = inside[None, :] / scales[:, None]
+        body_ll = np.sum(_half_t_logpdf(u, dof), axis=1) - len(inside) * np.log(scales)
+        tail_ll = np.array([beyond * math.log(max(2.0 * t_sf(cut / s, dof), 1e-300)) for s in scales])
+        logliks.append(float(np.max(body_ll + tail_ll)))
+    ll = np.asarray(logliks)
+    best = int(np.argmax(ll))
+    allowed = np.flatnonzero(ll >= ll[best] - CHI2_1_80_HALF)
+    return Tail(DOF_GRID[best], DOF_GRID[int(allowed[0])], len(x))
+
+
+def studentized_dof(dof: float, scale_points: int) -> float:
+    """The degrees of freedom of a noise point divided by a robust sd (MAD) read from `scale_points` points:
+    a Student-t(`dof`) point over an estimated scale is heavier-tailed still.  The MAD of m Gaussian points
+    is as precise as the sd of 0.37 m (its asymptotic efficiency, 0.368: Hampel, Ronchetti, Rousseeuw &
+    Stahel 1986, 2.5), and a point over an sd of k points is t(k - 1); the two tails add as 1 / dof (the
+    Welch-Satterthwaite way of pooling)."""
+    scale_dof = MAD_EFFICIENCY * max(int(scale_points) - 1, 1)
+    return 1.0 / (1.0 / dof + 1.0 / scale_dof) if math.isfinite(dof) else scale_dof
+
+
+def point_threshold(points: int, alpha: float, dof: float) -> float:
+    """The robust z (distance from the level in robust sds: MAD x 1.4826) that one of `points` points of
+    Student-t(`dof`) noise exceeds upward with chance at most `alpha` / `points` each, so that any of them
+    does with chance at most `alpha`."""
+    p = alpha / max(int(points), 1)
+    return t_isf(p, dof) / (st.MAD_TO_SD * t_isf(0.25, dof))
+
+
+def _half_t_logpdf(u: np.ndarray, dof: float) -> np.ndarray:
+    """log of the density of |T| for a standard Student-t T (twice its density on u >= 0)."""
+    if math.isinf(dof):
+        return math.log(2.0) - 0.5 * math.log(2.0 * math.pi) - 0.5 * u * u
+    const = math.log(2.0) + math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
+    return const - (dof + 1) / 2 * np.log1p(u * u / dof)
+
+
+def t_sf(x: float, dof: float) -> float:
+    """P(T > x) for a standard Student-t with `dof` degrees of freedom (inf: the standard normal)."""
+    if math.isinf(dof):
+        return 0.5 * math.erfc(x / math.sqrt(2.0))
+    tail = 0.5 * _betainc(dof / 2.0, 0.5, dof / (dof + x * x))
+    return tail if x >= 0 else 1.0 - tail
+
+
+def t_isf(p: float, dof: float) -> float:
+    """The x with P(T > x) = p, 0 < p < 1 (bisection on the monotone survival function)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must lie in (0, 1); got {p}")
+    if p == 0.5:
+        return 0.0
+    if p > 0.5:
+        return -t_isf(1.0 - p, dof)
+    if dof == 1.0:
+        return math.tan(math.pi * (0.5 - p))
+    lo, hi = 0.0, 1.0
+    while t_sf(hi, dof) > p:
+        lo, hi = hi, hi * 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if t_sf(mid, dof) > p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) (Numerical Recipes 6.4: its continued fraction,
+    on the side where it converges fast)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz's method)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h

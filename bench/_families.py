@@ -741,3 +741,77 @@ def null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generate
     signals.update({"reward:format_reward": FORMAT_KEY, "reward:exact_match": CHECK_KEY,
                     "truncation_rate": CLIPPED_KEY})
     return Generated(train, base.evals, signals, info)
+
+
+# ======================================================================================================
+# Data too easy (issue 44 item 4, branch easy): a failure shape and its healthy twin family.  A section of its
+# own, as the l1checks one: it adds to SHAPES and FAMILIES and wraps shape_run / null_run for its names only.
+# ======================================================================================================
+
+_EASY_DOC = """
+DATA TOO EASY (easy section at the end of bench/_families.py)
+  easy_data   shape, as the shapes above (T given, start 0, every step logged, one or two evals flat at e0, the
+              same reference sds): the reward is a success rate at h ~ U(0.88, 0.97) from the first step (its
+              noise clipped to 0..1), no zero-variance fraction logged, and the entropy falls by F = 30% / 50% /
+              80% on the ramp (the policy settling on the answers it already gets right); kl, grad norm,
+              length and loss as the healthy base -> L1.data-too-easy (its bar: a success rate surely above
+              0.85 at the start, an entropy fall sure at 3 se and a fifth of its start), the entropy findings
+              its consequence
+  rl_easy     twin family: a run of one of iid_gauss, iid_t3, ar_0.9, ar_0.99, random_walk, smooth_expsat
+              (chance 1/6 each, drawn as that family; pretraining draws stay pretraining) whose reward is moved
+              to start at h ~ U(0.87, 0.97) (reward - its first tenth's mean + h, clipped to 0..1): a success
+              rate near its ceiling whose entropy does not fall by a fifth (the family's own entropy: flat, or
+              down 3-15% on the smooth curve) - data that may be easy but with nothing falling under it
+"""
+__doc__ = (__doc__ or "") + _EASY_DOC
+
+SHAPES["easy_data"] = Shape(1, ("L1.data-too-easy",), (0.30, 0.50, 0.80))
+_EASY_TWIN_BASES = ("iid_gauss", "iid_t3", "ar_0.9", "ar_0.99", "random_walk", "smooth_expsat")
+FAMILIES = (*FAMILIES, "rl_easy")
+_shape_run_before_easy = shape_run
+_null_run_before_easy = null_run
+
+
+def shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:  # noqa: F811
+    """shape_run for the shapes above, and easy_data on the layer-1 shapes' healthy base (_l1_base)."""
+    if shape != "easy_data":
+        return _shape_run_before_easy(shape, effect, noise, steps, index, seed)
+    size = SHAPES[shape].effects[EFFECTS.index(effect)]
+    rng = rng_for(seed, shape, steps, index)
+    n = steps
+    u = np.arange(n) / max(n - 1, 1)
+    train, eval_means, signals, z = _l1_base(rng, n, noise)
+    a, b = rng.uniform(0.1, 0.3), rng.uniform(0.6, 0.9)
+    h = rng.uniform(0.88, 0.97)
+    train["reward"] = np.clip(h + SHAPE_SD["reward"] * z[:, 0], 0.0, 1.0)
+    train["entropy"] = train["entropy"] * (1 - size * smoothstep(u, a, b))
+    every = max(1, n // int(np.clip(n / 50, 8, 200)))
+    evals_at = np.arange(every - 1, n, every)
+    evals = {"step": evals_at.astype(np.int64)}
+    for j, name in enumerate(EVAL_SIGNALS[:len(eval_means)]):
+        e0 = float(eval_means[j][0])
+        sd = math.sqrt(max(e0 * (1 - e0), 1e-6) / SHAPE_SD["eval_items"])
+        evals[RL_KEYS[name]] = np.clip(eval_means[j] + sd * z[:, 1 + j], 0.0, 1.0)[evals_at]
+        signals[name] = RL_KEYS[name]
+    info = {"shape": shape, "effect": effect, "size": size, "noise": noise, "steps": n, "index": index,
+            "n_evals": len(eval_means), "reward_level": round(h, 4)}
+    return Generated(train, evals, signals, info)
+
+
+def null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:  # noqa: F811
+    """null_run for the families above, and the twin family rl_easy (the section's docstring)."""
+    if family != "rl_easy":
+        return _null_run_before_easy(family, index, seed, t_max)
+    rng = rng_for(seed, family, index)
+    base_family = str(rng.choice(_EASY_TWIN_BASES))
+    base = _null_run_before_easy(base_family, index, seed, t_max)
+    info = {**base.info, "family": family, "base_family": base_family}
+    if "reward" not in base.train:
+        return Generated(base.train, base.evals, base.signals, info)
+    train = dict(base.train)
+    reward = np.asarray(train["reward"], dtype=np.float64)
+    h = rng.uniform(0.87, 0.97)
+    first = reward[: max(1, len(reward) // 10)].mean()
+    train["reward"] = np.clip(reward - first + h, 0.0, 1.0)
+    info["reward_level"] = round(h, 4)
+    return Generated(train, base.evals, base.signals, info)

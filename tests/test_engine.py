@@ -143,3 +143,49 @@ def test_a_change_that_could_have_come_first_is_no_consequence():
     assert _root([wide, collapse]) is wide
     same = _finding("L1.truncation-climb", 1, 150, 140, 170)
     assert _root([same, collapse]) is same
+
+
+def test_a_reward_at_its_ceiling_from_the_start_roots_an_entropy_fall_at_layer_1():
+    # issue 44 item 4, seed 000: a success rate at 0.95 from the first step (64 completions a point), the eval
+    # flat, no zero-variance fraction logged; the entropy falls from step 150 with the KL rising.  The data is
+    # too easy: the entropy findings are its consequence, the root is layer 1
+    easy = {"kl": {"ramp": [0.01, 0.08], "ramp_steps": [150, 300], "lognoise": 0.05},
+            "entropy": {"ramp": [2.0, 0.5], "ramp_steps": [150, 330], "noise": 0.03},
+            "reward": {"ramp": [0.95, 0.95], "binomial": 64},
+            "eval/math500_accuracy": {"every": 20, "ramp": [0.42, 0.42], "noise": 0.01},
+            "frac_reward_zero_std": None}
+    diag = diagnose(run_with(**easy))
+    assert diag.root_layer == 1
+    (cause,) = [f for f in diag.findings if f.rule == "L1.data-too-easy"]
+    assert cause.onset == 1 and not cause.downstream
+    layer2 = [f for f in diag.findings if f.layer == 2]
+    assert {f.rule for f in layer2} >= {"L2.entropy-below-floor"}
+    assert all(f.explained_by == "L1.data-too-easy" and f.severity == "warn" for f in layer2)
+    # the same run with the reward at 0.3: nothing explains the fall, layer 2 is the root
+    hard = diagnose(run_with(**{**easy, "reward": {"ramp": [0.3, 0.3], "binomial": 64}}))
+    assert hard.root_layer == 2 and "L1.data-too-easy" in hard.layers[0].judged
+    assert not any(f.rule == "L1.data-too-easy" for f in hard.findings)
+
+
+def test_an_entropy_collapse_after_an_lr_jump_roots_at_layer_2_beside_a_reward_from_0_3():
+    # the reward starts at 0.3 and climbs; the lr jumps 100x at step 200 and the entropy collapses within 20
+    # steps: the easy-data reading is judged clean, the collapse is the root
+    collapse = {"lr": {"ramp": [1e-6, 1e-6, 1e-4, 1e-4], "ramp_steps": [1, 199, 200, 400]},
+                "entropy": {"ramp": [1.2, 1.2, 0.05, 0.05], "ramp_steps": [1, 200, 220, 400], "noise": 0.01},
+                "reward": {"ramp": [0.3, 0.6], "binomial": 64},
+                "frac_reward_zero_std": None}
+    diag = diagnose(run_with(**collapse))
+    assert diag.root_layer == 2 and diag.layers[1].status is Status.FAIL
+    assert "L1.data-too-easy" in diag.layers[0].judged
+    assert not any(f.rule == "L1.data-too-easy" for f in diag.findings)
+
+
+def test_a_logged_zero_variance_fraction_is_read_instead_of_the_rewards_level():
+    # the reward sits at 0.95 but the run logs its groups as mostly mixed (frac_reward_zero_std 0.2): the
+    # direct evidence wins, the easy-data rule is not judged and the entropy fall stays layer 2's
+    diag = diagnose(run_with(reward={"ramp": [0.95, 0.95], "binomial": 64},
+                             entropy={"ramp": [2.0, 0.5], "ramp_steps": [150, 330], "noise": 0.03},
+                             **{"eval/math500_accuracy": {"every": 20, "ramp": [0.42, 0.42], "noise": 0.01}}))
+    (unknown,) = [u for u in diag.unknown if u.rule == "L1.data-too-easy"]
+    assert "zero-variance group fraction" in unknown.describe()
+    assert diag.root_layer == 2

@@ -22,6 +22,7 @@ from dataclasses import replace
 from ._base import Curve, DetectorSpec, Evidence, NotJudged, Param, Quiet
 from .clipping import fraction_held_high
 from .divergence import growth_while_flat, trend_divergence
+from .easy_data import ceiling_from_start
 from .ending import ended_unfinished
 from .eval_drop import drop_below_start
 from .excursions import climb_from_best, level_excursion, recovered_climb
@@ -143,6 +144,18 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("edge_frac", 0.01, 0.5, "fraction of the eval's step span whose mean sets its end level (at least its "
                                    "last third of points)"),
         _bound("min_points", 3, 1e6, "fewest points an eval needs to be read"))),
+    DetectorSpec("ceiling_from_start", ceiling_from_start, (
+        _p("ceiling_level", 0.5, 0.99, "a success rate whose early level is surely above this sits near its "
+                                       "ceiling: most prompts are too easy for the model"),
+        _p("min_entropy_fall_share", 0.01, 1, "how large: the entropy's fall as a share of its start level"),
+        _p("min_eval_move_share", 0.001, 1, "an eval that surely moves (up or down) by this share of its start "
+                                            "level changed with the model"),
+        _p("sure_z", 1, 20, "how sure: every reading is this many standard errors either side, from each "
+                            "curve's own noise"),
+        _p("edge_frac", 0.01, 0.5, "fraction of the step span that sets the early level (and the entropy's "
+                                   "start and end levels)"),
+        _bound("min_points", 3, 1e6, "fewest reward (and entropy) points needed to judge"),
+        _bound("min_eval_points", 3, 1e6, "fewest eval points needed to read an eval"))),
     DetectorSpec("kl_entropy_joint", kl_entropy_joint, (
         _p("window_steps", 5, 1e6, "window in which KL and entropy are compared, in steps (never under one "
                                    "logging interval, nor over half the run)"),
@@ -276,6 +289,8 @@ _ENDING = ("message", "source", "step", "what", "planned")
 _CLIMBED = ("best", "best_step", "early", "key", "level", "onset", "peak", "sds", "share", "share_text", "signal",
             "stretch", "sure")
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
+    "ceiling_from_start": ("ceiling", "entropy_end", "entropy_fall_share", "entropy_key", "entropy_start",
+                           "evals", "key", "level", "onset", "signal", "sure"),
     "collapse_below": ("first_step", "frac", "initial", "key", "level", "signal"),
     "component_divergence": _RISE, "trend_divergence": _RISE,
     "ended_on_failure": _ENDING, "ended_on_nonfinite": _ENDING, "ended_unfinished": _ENDING,

@@ -4,8 +4,9 @@ versions (score_real.py, evidence.py).
 They measure any checkout, old or new, so they never import stabdiag: they call `python -m stabdiag check
 PATH --format json --exit-zero` and read only the documented JSON fields (README, "In CI": runs[].verdict,
 root_layer, findings[], unknown[]).  An implementation is an interpreter plus, optionally, a directory put
-first on PYTHONPATH that holds a `stabdiag/` package (a checkout, or `git archive REV stabdiag` extracted by
-`extract_rev`); PYTHONPATH wins over the editable install of the checkout the venv was made from.
+first on PYTHONPATH that holds a `stabdiag/` package (a checkout's `src/`, or the package of `git archive REV`
+extracted by `extract_rev`: `src/stabdiag` since the src layout, `stabdiag` before it); PYTHONPATH wins over
+the editable install of the checkout the venv was made from.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+SOURCE = REPO / "src"            # the folder that holds this checkout's stabdiag/ package
 SEVERITY_ORDER = {"fail": 3, "warn": 2, "unknown": 1, "pass": 0}
 
 
@@ -33,7 +35,7 @@ class Implementation:
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
-        first = self.src if self.src is not None else str(REPO)
+        first = self.src if self.src is not None else str(SOURCE)
         env["PYTHONPATH"] = first + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env.setdefault("NO_COLOR", "1")
         return env
@@ -49,18 +51,23 @@ class CheckResult:
 
 
 def extract_rev(rev: str, into: str | None = None) -> str:
-    """`git archive REV stabdiag` of this repository, extracted into a temporary directory; returns it."""
+    """REV's stabdiag package (`src/stabdiag`, or `stabdiag` in a revision from before the src layout) by
+    `git archive`, extracted into a temporary directory; returns the folder that holds `stabdiag/`."""
     target = into or tempfile.mkdtemp(prefix=f"stabdiag-{rev}-")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, "stabdiag"],
-                             capture_output=True, check=False)
-    if archive.returncode != 0:
+    Path(target).mkdir(parents=True, exist_ok=True)
+    for package in ("src/stabdiag", "stabdiag"):
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, package],
+                                 capture_output=True, check=False)
+        if archive.returncode == 0:
+            break
+    else:
         raise SystemExit(f"error: git archive {rev}: {archive.stderr.decode(errors='replace').strip()}")
     tar_path = Path(target) / "src.tar"
     tar_path.write_bytes(archive.stdout)
     with tarfile.open(tar_path) as tar:
         tar.extractall(target, filter="data")
     tar_path.unlink()
-    return target
+    return str(Path(target) / package.removesuffix("stabdiag"))
 
 
 def version_of(impl: Implementation) -> str:

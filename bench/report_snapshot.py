@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _stabdiag_cli import REPO, Implementation, extract_rev  # noqa: E402
+from _stabdiag_cli import REPO, SOURCE, Implementation, extract_rev  # noqa: E402
 
 FORMATS = ("terminal", "json", "markdown", "junit", "github", "html")
 SHARED = REPO.parent / "shared"
@@ -48,7 +48,7 @@ def _run(impl: Implementation, args: list[str], timeout: float) -> str:
             return f"timed out after {timeout:.0f} s\n"
     # a path of the implementation's own files (a git-archive temp dir) is not behaviour
     text = f"exit {proc.returncode}\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}"
-    return text.replace(str(Path(impl.src or REPO) / "stabdiag"), "<stabdiag>")
+    return text.replace(str(Path(impl.src or SOURCE) / "stabdiag"), "<stabdiag>")
 
 
 def _rule_ids(impl: Implementation) -> list[str]:

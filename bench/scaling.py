@@ -91,7 +91,8 @@ def _run(argv: list[str], env: dict, peak_file: Path | None = None) -> tuple[flo
 
 
 def measure(path: Path, tree: Path, repeats: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    # a checkout of the src layout holds its package in src/, an older one at its root
+    env = {**os.environ, "PYTHONPATH": str(tree / "src" if (tree / "src" / "stabdiag").is_dir() else tree)}
     peak_file = path.with_suffix(".peak")
     env["SCALING_PEAK_FILE"] = str(peak_file)
     check = [_run([sys.executable, "-c", _PEAK_WRAPPER, str(path)], env, peak_file) for _ in range(repeats)]

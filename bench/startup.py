@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _stabdiag_cli import extract_rev  # this folder's helper (the script's own folder is on sys.path)
+
 SECONDS = {"stabdiag --version": 0.15, "stabdiag check small.csv": 0.35}     # issue 14, on its machine
 VERSION_OVER_PASS = 3.0          # issue 42: `stabdiag --version` at most 3x the interpreter's own start
 OWN_OVER_FLOOR = 0.8             # issue 42: the check's own share at most 0.8x the dependency floor
@@ -78,11 +80,7 @@ def main() -> None:
         }
         envs = {name: None for name in commands}
         if opts.rev:
-            old = Path(tmp) / "rev"
-            old.mkdir()
-            archive = subprocess.run(["git", "archive", opts.rev, "stabdiag"], capture_output=True,
-                                     cwd=Path(__file__).resolve().parents[1], check=True).stdout
-            subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+            old = extract_rev(opts.rev, str(Path(tmp) / "rev"))
             for name, same in ((f"--version @ {opts.rev}", "stabdiag --version"),
                                (f"check small.csv @ {opts.rev}", "stabdiag check small.csv")):
                 commands[name] = commands[same]

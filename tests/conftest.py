@@ -1,7 +1,7 @@
 """Shared pytest options: `pytest --update-golden` rewrites tests/golden/ from the current output.
 
 Every JSON report the suite makes in this process (`check` and `signals`, through the CLI or the
-library) is validated against the published schema (stabdiag/schema.py) as it is made: a report field
+library) is validated against the published schema (src/stabdiag/report/schema.py) as it is made: a report field
 that the schema does not document fails the test that produced it."""
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ def test_the_hardware_checks_are_the_nodes_not_the_training_codes():
 def test_a_rule_file_with_a_hardware_list_that_is_not_a_list_is_refused(tmp_path):
     from stabdiag.judge.rules import load_rules
 
-    text = (Path(__file__).parents[1] / "stabdiag" / "judge" / "checklist" / "layer4_system.toml").read_text()
+    text = (Path(__file__).parents[1] / "src" / "stabdiag" / "judge" / "checklist" / "layer4_system.toml").read_text()
     block = text[text.index('[[rule]]\nid       = "L4.job-died"'):]
     block = block[:block.index("\n[[rule]]", 1)]
     bad = block.replace('id       = "L4.job-died"', 'id       = "L4.job-died-copy"')

@@ -1,4 +1,4 @@
-"""The statistics every trend rule uses (stabdiag/detectors/evidence.py), and the properties issue 24 asks
+"""The statistics every trend rule uses (src/stabdiag/judge/stats/evidence.py), and the properties issue 24 asks
 of the rules that use them, with the parameters that ship: evidence grows with the number of points, a
 large change the data cannot confirm is "not judged" (never a pass), onsets come with intervals, and
 the root is the layer whose failure began first."""

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "stabdiag"
+PACKAGE = ROOT / "src" / "stabdiag"
 
 
 def _module_name(path: Path, root: Path) -> tuple[str, bool]:

@@ -250,7 +250,7 @@ def test_explain_is_built_from_the_rule_file_and_the_detector_so_it_cannot_drift
     from stabdiag.judge.detectors import DETECTORS
     rule = get_rule("L1.reward-eval-divergence")
     text = Path(rule.source).read_text() if Path(rule.source).exists() else \
-        (Path(__file__).parents[1] / "stabdiag" / "judge" / rule.source).read_text()
+        (Path(__file__).parents[1] / "src" / "stabdiag" / "judge" / rule.source).read_text()
     assert "min_rise_z (3)" in rule.checks() and "min_rise_z = 3 - how sure" in rule.explain()
     # a value changed in the rule file is the value explain prints, in "What it checks" and in Parameters
     changed = text.replace("min_rise_z         = 3.0", "min_rise_z         = 4.5", 1)

@@ -22,7 +22,7 @@ def cache_dir(tmp_path):
 
 
 def test_a_shipped_file_parses_to_what_tomllib_reads_and_is_then_read_from_its_copy(cache_dir, shipped, monkeypatch):
-    rules = _toml.Path(__file__).parents[1] / "stabdiag" / "judge" / "checklist"
+    rules = _toml.Path(__file__).parents[1] / "src" / "stabdiag" / "judge" / "checklist"
     text = (rules / "layer1_data_reward.toml").read_text()
     first = _toml.loads(text, shipped("layer1_data_reward.toml"))
     tomllib = _toml._tomllib()

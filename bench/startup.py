@@ -38,7 +38,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from _stabdiag_cli import extract_rev  # this folder's helper (the script's own folder is on sys.path)
 
 SECONDS = {"stabdiag --version": 0.15, "stabdiag check small.csv": 0.35}     # issue 14, on its machine

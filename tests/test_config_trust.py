@@ -95,7 +95,7 @@ def test_rules_directories_must_exist_and_stay_in_the_config_folder(project, tmp
 
 
 @pytest.mark.parametrize("param", ["L2.policy-moving-fast.min_kl_ratio=1e6", "L3.grad-norm-spike.recover_ratio=1e6",
-                                   "L3.loss-divergence.min_stretch_frac_of_run=1",
+                                   "L3.loss-divergence.min_share=1e6",
                                    "L3.grad-norm-spike.ratio_vs_ema=1e9"])
 def test_parameters_cannot_be_set_where_a_rule_could_never_fire(project, param):
     result = check("runs/hack", "--param", param)

@@ -238,7 +238,8 @@ def test_real_bloom_wrapped_lines_and_validation():
     assert 42783 in run.series["lm loss"].steps                         # a block wrapped at 160 columns
     assert run.series["lm loss validation"].values[0] == pytest.approx(2.327091)
     diag = diagnose(run)
-    assert diag.root_layer == 3 and any(f.start_step == 31217 for f in diag.findings)
+    # the grad norm goes 0.24, 0.95, 2.39 (31216: 9.4x its EMA, past the run's bar), 15.9, 145, 960
+    assert diag.root_layer == 3 and any(f.start_step == 31216 for f in diag.findings)
 
 
 @real

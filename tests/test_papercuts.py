@@ -23,8 +23,9 @@ def test_rules_explain_takes_ids_and_prefixes_in_any_case_as_select_does():
     assert one.exit_code == 0 and one.stdout.startswith("L3.grad-norm-spike: ")
     several = runner.invoke(app, ["rules", "explain", "l3.grad"])
     assert several.exit_code == 0
-    assert "note: 'l3.grad' picks 2 rules: L3.grad-norm-spike, L3.grad-norm-precursor" in several.stderr
-    assert several.stdout.count("What it checks") == 2
+    assert ("note: 'l3.grad' picks 3 rules: L3.grad-norm-spike, L3.grad-norm-precursor, L3.grad-norm-excursion"
+            in several.stderr)
+    assert several.stdout.count("What it checks") == 3
     unknown = runner.invoke(app, ["rules", "explain", "L9.nothing"])
     assert unknown.exit_code == 2 and unknown.stderr.startswith("error: rules: no rule 'L9.nothing'")
 

@@ -39,8 +39,9 @@ def test_a_pg_loss_burst_in_the_last_point_read_live_is_not_yet_a_failure():
                          "first 30%")
     diag = stabdiag.diagnose(run)
     assert diag.verdict != "fail"
-    reason = next(u for u in diag.unknown if u.rule == "L3.loss-spike").describe()
-    assert "point(s) before the log ends: whether the run comes back from this burst is not known yet" in reason
+    # a burst of a loss near 0 within the run's false-alarm budget is no spike (L3 events, issue 43 item 5);
+    # one past it in the log's last points would leave the rule undecided, never a finding
+    assert not any(f.rule == "L3.loss-spike" for f in diag.findings)
 
 
 @real

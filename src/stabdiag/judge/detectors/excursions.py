@@ -273,8 +273,8 @@ def _share_text(share: float, past: bool, descent: float) -> str:
     return f"{share:.0%} of the way it came down" + ("; diverged past its start" if past else "")
 
 
-def climb_from_best(values: Curve, reward: Curve | None = None, *, min_share, min_sd, sure_z, stretch_steps,
-                    min_points, huge_ratio) -> Evidence | NotJudged | None:
+def climb_from_best(values: Curve, reward: Curve | None = None, kl: Curve | None = None, *, min_share, min_sd,
+                    sure_z, stretch_steps, min_points, huge_ratio) -> Evidence | NotJudged | None:
     """`values` (a loss) climbs back from its running best (the lowest level of its running median over half
     of `stretch_steps`) by at least `min_share` of the way it came down (the median of its first points
     minus that best) and `min_sd` sds of its own noise, and holds to the log's end for `stretch_steps` steps
@@ -284,19 +284,42 @@ def climb_from_best(values: Curve, reward: Curve | None = None, *, min_share, mi
     points or more for `stretch_steps` steps to the log's end diverged whatever its noise (one that blew up
     from its first logged step has no noise before the climb to measure it in, nor a way down).  A climb the
     data can neither confirm nor rule out is too noisy to tell; fewer than `min_points` points are not
-    judged.  Read on supervised runs only: in an RL run (a `reward` is logged) the loss is a surrogate
-    objective whose level means nothing on its own."""
+    judged.  In an RL run (a `reward` is logged) the loss is a surrogate objective whose level grows with
+    beta x KL in healthy runs and whose policy-gradient part moves with the batch: read only beside a logged
+    `kl`, and a held climb counts only where it is larger than beta x KL can make it for any beta up to 1
+    (the largest KL logged) and than `huge_ratio` of the loss's point sds."""
+    kl_bound = None
     if reward is not None:
-        return NotJudged("an RL run's loss is a surrogate objective (it grows with beta x KL in healthy "
-                         "runs): its level is not read; grad norm, NaN and KL rules read the update")
+        kl_values = kl.finite().values if kl is not None else np.array([])
+        if not len(kl_values):
+            return NotJudged("an RL run's loss is a surrogate objective (it grows with beta x KL in healthy "
+                             "runs): its level is read only beside a logged KL; grad norm, NaN and KL rules read "
+                             "the update")
+        kl_largest = kl_bound = max(float(np.max(kl_values)), 0.0)
     v = values.finite()
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; {min_points:g} are needed")
     read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps)
     d = held_climb(read)
     said = climb_values(read, d, v)
-    if d.decision == FINDING:
+    climb = said["level"] - said["best"]
+    if kl_bound is not None:
+        # a surrogate's policy-gradient part moves by its batch noise too: its climb counts only past beta x KL
+        # for any beta up to 1 and `huge_ratio` of its point sds, read from the mean absolute step (sqrt(pi)/2
+        # of it for Gaussian noise; not a median: a TRL loss logged as 0.0 at most steps has a median step of 0)
+        steps_sd = float(np.mean(np.abs(np.diff(v.values)))) * math.sqrt(math.pi) / 2.0
+        kl_bound = max(kl_bound, huge_ratio * steps_sd)
+    if d.decision == FINDING and (kl_bound is None or climb > kl_bound):
+        if kl_bound is not None:         # a surrogate near 0 has no way down to give back: say what rules KL out
+            said["share_text"] = (f"more than beta x KL adds for any beta up to 1 (KL up to {kl_largest:.3g}) "
+                                  f"and {huge_ratio:g} of its point sds")
         return Evidence(said["onset"], int(v.steps[-1]), said)
+    if kl_bound is not None:
+        # a surrogate whose climb beta x KL can explain, or one not sure: nothing said of its level either way
+        why = (f"no larger than beta x KL can make it (KL up to {kl_largest:.3g}, beta up to 1) and "
+               f"{huge_ratio:g} of its point sds" if climb <= kl_bound else "not a sure climb held to the log's end")
+        return NotJudged(f"an RL run's loss is a surrogate objective: {v.signal} {said['best']:.4g} at its best -> "
+                         f"{said['level']:.4g} at its end, {why}")
     huge = _held_far_above_start(read, huge_ratio, v)
     if huge is not None:
         return Evidence(huge["onset"], int(v.steps[-1]), huge)

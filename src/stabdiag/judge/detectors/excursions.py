@@ -273,6 +273,9 @@ def _share_text(share: float, past: bool, descent: float) -> str:
     return f"{share:.0%} of the way it came down" + ("; diverged past its start" if past else "")
 
 
+_MIN_BEFORE_CLIMB = 5         # points before an RL loss's climb that its spread is read from (see climb_from_best)
+
+
 def climb_from_best(values: Curve, reward: Curve | None = None, kl: Curve | None = None, *, min_share, min_sd,
                     sure_z, stretch_steps, min_points, huge_ratio) -> Evidence | NotJudged | None:
     """`values` (a loss) climbs back from its running best (the lowest level of its running median over half
@@ -287,7 +290,7 @@ def climb_from_best(values: Curve, reward: Curve | None = None, kl: Curve | None
     judged.  In an RL run (a `reward` is logged) the loss is a surrogate objective whose level grows with
     beta x KL in healthy runs and whose policy-gradient part moves with the batch: read only beside a logged
     `kl`, and a held climb counts only where it is larger than beta x KL can make it for any beta up to 1
-    (the largest KL logged) and than `huge_ratio` of the loss's point sds."""
+    (the largest KL logged) and than `huge_ratio` sds of the loss's points before the climb (at least 5)."""
     kl_bound = None
     if reward is not None:
         kl_values = kl.finite().values if kl is not None else np.array([])
@@ -304,20 +307,26 @@ def climb_from_best(values: Curve, reward: Curve | None = None, kl: Curve | None
     said = climb_values(read, d, v)
     climb = said["level"] - said["best"]
     if kl_bound is not None:
-        # a surrogate's policy-gradient part moves by its batch noise too: its climb counts only past beta x KL
-        # for any beta up to 1 and `huge_ratio` of its point sds, read from the mean absolute step (sqrt(pi)/2
-        # of it for Gaussian noise; not a median: a TRL loss logged as 0.0 at most steps has a median step of 0)
-        steps_sd = float(np.mean(np.abs(np.diff(v.values)))) * math.sqrt(math.pi) / 2.0
-        kl_bound = max(kl_bound, huge_ratio * steps_sd)
+        # a surrogate's policy-gradient part wanders with the batch too: its climb counts only past beta x KL for
+        # any beta up to 1 and `huge_ratio` sds of its points before the climb (their spread, not their steps:
+        # a loss that wanders slowly, AR 0.97-0.99, steps little and drifts much - 7-10% of such healthy runs
+        # failed when the sd was read from steps)
+        before = v.values[: int(np.searchsorted(v.steps, said["onset"], side="left"))]
+        if len(before) < _MIN_BEFORE_CLIMB:
+            return NotJudged(f"an RL run's loss is a surrogate objective: {v.signal} climbs from step "
+                             f"{said['onset']}, {len(before)} point(s) in: no spread before the climb to read it "
+                             "against")
+        kl_bound = max(kl_bound, huge_ratio * float(np.std(before)))
     if d.decision == FINDING and (kl_bound is None or climb > kl_bound):
         if kl_bound is not None:         # a surrogate near 0 has no way down to give back: say what rules KL out
             said["share_text"] = (f"more than beta x KL adds for any beta up to 1 (KL up to {kl_largest:.3g}) "
-                                  f"and {huge_ratio:g} of its point sds")
+                                  f"and {huge_ratio:g} sds of its points before the climb")
         return Evidence(said["onset"], int(v.steps[-1]), said)
     if kl_bound is not None:
         # a surrogate whose climb beta x KL can explain, or one not sure: nothing said of its level either way
         why = (f"no larger than beta x KL can make it (KL up to {kl_largest:.3g}, beta up to 1) and "
-               f"{huge_ratio:g} of its point sds" if climb <= kl_bound else "not a sure climb held to the log's end")
+               f"{huge_ratio:g} sds of its points before the climb" if climb <= kl_bound
+               else "not a sure climb held to the log's end")
         return NotJudged(f"an RL run's loss is a surrogate objective: {v.signal} {said['best']:.4g} at its best -> "
                          f"{said['level']:.4g} at its end, {why}")
     huge = _held_far_above_start(read, huge_ratio, v)

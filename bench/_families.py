@@ -320,7 +320,7 @@ def draw_log_uniform(rng: np.random.Generator, low: float, high: float) -> float
 
 # ---------------------------------------------------------------- null runs
 
-def null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:
+def _plain_null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:
     """Run `index` of a null family (a healthy run), as the module docstring draws it."""
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
@@ -458,7 +458,7 @@ SHAPE_SD = {"reward": 0.03, "length": 0.05, "kl": 0.1, "entropy": 0.03, "loss": 
             "logprob_delta": 0.1, "eval_items": 500}
 
 
-def shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:
+def _plain_shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:
     """Run `index` of a failure shape at one effect size and noise level (module docstring)."""
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}; shapes: {', '.join(SHAPES)}")
@@ -647,15 +647,11 @@ _L1_TWIN_BASES = ("iid_gauss", "ar_0.9", "smooth_expsat", "smooth_sigmoid", "bin
 FORMAT_KEY, CHECK_KEY, CLIPPED_KEY = ("rewards/format_reward/mean", "rewards/exact_match/mean",
                                       "completions/clipped_ratio")
 FAMILIES = (*FAMILIES, "rl_checks")
-_shape_run_before_l1 = shape_run
-_null_run_before_l1 = null_run
 
 
-def shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:  # noqa: F811
-    """shape_run for the shapes above, and this section's layer-1 shapes (eval_early_collapse,
-    weight0_check_flat, truncation_climb) on a healthy base of their own (_l1_base)."""
-    if shape not in _L1_SHAPES:
-        return _shape_run_before_l1(shape, effect, noise, steps, index, seed)
+def _l1_shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:
+    """This section's layer-1 shapes (eval_early_collapse, weight0_check_flat, truncation_climb) on a healthy
+    base of their own (_l1_base)."""
     size = SHAPES[shape].effects[EFFECTS.index(effect)]
     rng = rng_for(seed, shape, steps, index)
     n = steps
@@ -720,13 +716,11 @@ def _l1_base(rng: np.random.Generator, n: int, noise: float):
     return train, [np.full(n, e) for e in e0[:n_evals]], signals, z
 
 
-def null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:  # noqa: F811
-    """null_run for the families above, and this section's twin family rl_checks (module docstring)."""
-    if family != "rl_checks":
-        return _null_run_before_l1(family, index, seed, t_max)
+def _rl_checks_null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:
+    """This section's twin family rl_checks (module docstring) on a plain family's run."""
     rng = rng_for(seed, family, index)
     base_family = str(rng.choice(_L1_TWIN_BASES))
-    base = _null_run_before_l1(base_family, index, seed, t_max)
+    base = _plain_null_run(base_family, index, seed, t_max)
     info = {**base.info, "family": family, "base_family": base_family}
     if "reward" not in base.train:
         return Generated(base.train, base.evals, base.signals, info)
@@ -768,14 +762,10 @@ __doc__ = (__doc__ or "") + _EASY_DOC
 SHAPES["easy_data"] = Shape(1, ("L1.data-too-easy",), (0.30, 0.50, 0.80))
 _EASY_TWIN_BASES = ("iid_gauss", "iid_t3", "ar_0.9", "ar_0.99", "random_walk", "smooth_expsat")
 FAMILIES = (*FAMILIES, "rl_easy")
-_shape_run_before_easy = shape_run
-_null_run_before_easy = null_run
 
 
-def shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:  # noqa: F811
-    """shape_run for the shapes above, and easy_data on the layer-1 shapes' healthy base (_l1_base)."""
-    if shape != "easy_data":
-        return _shape_run_before_easy(shape, effect, noise, steps, index, seed)
+def _easy_shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:
+    """easy_data on the layer-1 shapes' healthy base (_l1_base)."""
     size = SHAPES[shape].effects[EFFECTS.index(effect)]
     rng = rng_for(seed, shape, steps, index)
     n = steps
@@ -798,13 +788,11 @@ def shape_run(shape: str, effect: str, noise: float, steps: int, index: int, see
     return Generated(train, evals, signals, info)
 
 
-def null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:  # noqa: F811
-    """null_run for the families above, and the twin family rl_easy (the section's docstring)."""
-    if family != "rl_easy":
-        return _null_run_before_easy(family, index, seed, t_max)
+def _rl_easy_null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:
+    """The twin family rl_easy (the section's docstring) on a plain family's run."""
     rng = rng_for(seed, family, index)
     base_family = str(rng.choice(_EASY_TWIN_BASES))
-    base = _null_run_before_easy(base_family, index, seed, t_max)
+    base = _plain_null_run(base_family, index, seed, t_max)
     info = {**base.info, "family": family, "base_family": base_family}
     if "reward" not in base.train:
         return Generated(base.train, base.evals, base.signals, info)
@@ -815,3 +803,19 @@ def null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generate
     train["reward"] = np.clip(reward - first + h, 0.0, 1.0)
     info["reward_level"] = round(h, 4)
     return Generated(train, base.evals, base.signals, info)
+
+
+# --- one door: each family and shape drawn by the section that defines it -------------------------------
+
+_NULL_RUNS = {"rl_checks": _rl_checks_null_run, "rl_easy": _rl_easy_null_run}
+_SHAPE_RUNS = {**{s: _l1_shape_run for s in _L1_SHAPES}, "easy_data": _easy_shape_run}
+
+
+def null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:
+    """Run `index` of null family `family` (the module docstring and each section's say how it is drawn)."""
+    return _NULL_RUNS.get(family, _plain_null_run)(family, index, seed, t_max)
+
+
+def shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:
+    """Run `index` of failure shape `shape` at `effect`, `noise` and `steps`."""
+    return _SHAPE_RUNS.get(shape, _plain_shape_run)(shape, effect, noise, steps, index, seed)

@@ -163,7 +163,7 @@ def _explain_consequences(findings: list[Finding], rules: dict[str, Rule]) -> li
         rule = rules[f.rule]
         # a cause that is itself explained by the data (an entropy drop after all-correct groups) cannot
         # turn that data finding into its consequence
-        causes = [c for c in findings if c.rule in rule.consequence_of and c.onset_interval[0] <= f.onset
+        causes = [c for c in findings if c.rule in rule.consequence_of and c.onset_interval[0] <= f.onset_interval[1]
                   and not c.explained_by]
         if causes:
             cause = max(causes, key=lambda c: (SEVERITY_RANK[c.severity], -c.onset))
@@ -276,7 +276,11 @@ def _fit_end(steps: np.ndarray, values: np.ndarray, end_step: int) -> int:
         return end
     progress = (smooth - start) / (stop - start)
     reached = np.flatnonzero(progress >= 0.9)
-    cut = (int(reached[0]) + 1) * size if len(reached) else len(v)
+    # a jump (more than half the way between two points: an eval every 10 steps that collapses) is read with
+    # the points of a side after it, which a level shift needs: read up to the jump's own point, the fit bent
+    # a ramp 20 steps early, before the change that caused it
+    jump = len(reached) and reached[0] > 0 and progress[reached[0] - 1] < 0.5
+    cut = (int(reached[0]) + (_MIN_SIDE_POINTS if jump else 1)) * size if len(reached) else len(v)
     return int(np.flatnonzero(ok)[max(cut, 10) - 1]) + 1 if cut < len(v) else end
 
 

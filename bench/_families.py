@@ -716,12 +716,19 @@ def _l1_base(rng: np.random.Generator, n: int, noise: float):
     return train, [np.full(n, e) for e in e0[:n_evals]], signals, z
 
 
+def _twin_base(family: str, bases: tuple[str, ...], index: int, seed: int,
+               t_max: int) -> tuple[np.random.Generator, Generated, dict]:
+    """A twin family's draw: its generator, the plain family's run it is made from (one of `bases`, drawn
+    by that generator) and the run's info, naming both families."""
+    rng = rng_for(seed, family, index)
+    base_family = str(rng.choice(bases))
+    base = _plain_null_run(base_family, index, seed, t_max)
+    return rng, base, {**base.info, "family": family, "base_family": base_family}
+
+
 def _rl_checks_null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:
     """This section's twin family rl_checks (module docstring) on a plain family's run."""
-    rng = rng_for(seed, family, index)
-    base_family = str(rng.choice(_L1_TWIN_BASES))
-    base = _plain_null_run(base_family, index, seed, t_max)
-    info = {**base.info, "family": family, "base_family": base_family}
+    rng, base, info = _twin_base(family, _L1_TWIN_BASES, index, seed, t_max)
     if "reward" not in base.train:
         return Generated(base.train, base.evals, base.signals, info)
     train, signals = dict(base.train), dict(base.signals)
@@ -790,10 +797,7 @@ def _easy_shape_run(shape: str, effect: str, noise: float, steps: int, index: in
 
 def _rl_easy_null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> Generated:
     """The twin family rl_easy (the section's docstring) on a plain family's run."""
-    rng = rng_for(seed, family, index)
-    base_family = str(rng.choice(_EASY_TWIN_BASES))
-    base = _plain_null_run(base_family, index, seed, t_max)
-    info = {**base.info, "family": family, "base_family": base_family}
+    rng, base, info = _twin_base(family, _EASY_TWIN_BASES, index, seed, t_max)
     if "reward" not in base.train:
         return Generated(base.train, base.evals, base.signals, info)
     train = dict(base.train)

@@ -310,18 +310,9 @@ def print_shapes(summary: dict[str, dict], records: list[dict]) -> list[str]:
         if spec.healthy:
             flags += print_twin(shape, cells)
             continue
-        steps = sorted({int(k.split("|")[2]) for k in cells})
-        noises = sorted({k.split("|")[1] for k in cells}, key=float, reverse=True)
         print(f"\n{shape}  (layer {spec.layer}, {' / '.join(spec.rules)}; effects "
               f"{' / '.join(f'{e:g}' for e in spec.effects)})")
-        print(f"    {'effect':<8}{'noise':<7}" + "".join(f"{'T=' + str(t):<16}" for t in steps))
-        for effect in fam.EFFECTS:
-            for noise in noises:
-                row = []
-                for t in steps:
-                    c = cells.get(f"{effect}|{noise}|{t}")
-                    row.append(f"{c['detected']}/{c['runs']} ({c['fired']})" if c else "-")
-                print(f"    {effect:<8}{noise:<7}" + "".join(f"{x:<16}" for x in row))
+        steps, noises = print_cells(cells, lambda c: f"{c['detected']}/{c['runs']} ({c['fired']})")
         by = {"effect": [(e, *_pool(cells, 0, e)) for e in fam.EFFECTS],
               "noise": [(f"noise {x}", *_pool(cells, 1, x)) for x in noises],
               "T": [(f"T={t}", *_pool(cells, 2, str(t))) for t in steps]}
@@ -348,22 +339,26 @@ def print_shapes(summary: dict[str, dict], records: list[dict]) -> list[str]:
     return flags
 
 
+def print_cells(cells: dict, cell_text) -> tuple[list[int], list[str]]:
+    """A shape's table, a row per effect and noise, a column per T, each cell as `cell_text` writes it;
+    returns the Ts and noises it has."""
+    steps = sorted({int(k.split("|")[2]) for k in cells})
+    noises = sorted({k.split("|")[1] for k in cells}, key=float, reverse=True)
+    print(f"    {'effect':<8}{'noise':<7}" + "".join(f"{'T=' + str(t):<16}" for t in steps))
+    for effect in fam.EFFECTS:
+        for noise in noises:
+            row = [cell_text(c) if (c := cells.get(f"{effect}|{noise}|{t}")) else "-" for t in steps]
+            print(f"    {effect:<8}{noise:<7}" + "".join(f"{x:<16}" for x in row))
+    return steps, noises
+
+
 def print_twin(shape: str, cells: dict) -> list[str]:
     """A healthy twin's table: fail / warn runs per cell, pooled by effect against the null targets, and the
     rules that fired on it; returns the lines of the effects that miss a target."""
     spec = fam.SHAPES[shape]
-    steps = sorted({int(k.split("|")[2]) for k in cells})
-    noises = sorted({k.split("|")[1] for k in cells}, key=float, reverse=True)
     print(f"\n{shape}  (healthy twin; effects {' / '.join(f'{e:g}' for e in spec.effects)}); "
           "cell: fail/warn/runs")
-    print(f"    {'effect':<8}{'noise':<7}" + "".join(f"{'T=' + str(t):<16}" for t in steps))
-    for effect in fam.EFFECTS:
-        for noise in noises:
-            row = []
-            for t in steps:
-                c = cells.get(f"{effect}|{noise}|{t}")
-                row.append(f"{c['fail']}/{c['warn']}/{c['runs']}" if c else "-")
-            print(f"    {effect:<8}{noise:<7}" + "".join(f"{x:<16}" for x in row))
+    print_cells(cells, lambda c: f"{c['fail']}/{c['warn']}/{c['runs']}")
     missed = []
     for effect in fam.EFFECTS:
         parts = [c for key, c in cells.items() if key.split("|")[0] == effect]

@@ -89,7 +89,26 @@ def test_noise_around_any_level_never_fires(level, seed, rule):
     rng = np.random.default_rng(seed)
     noisy = level * np.exp(rng.normal(0, 0.05, 400))
     run = run_of(np.arange(1, 401), loss=noisy, grad_norm=noisy, entropy=noisy)
+    if rule == "L3.loss-divergence":
+        # its clean bill needs the last stretch (5 steps) to rule out a climb of 3 noise sds from the running
+        # best, which flat noise leaves undecided on some draws: measured below as a rate
+        assert outcome(run, rule) in ("quiet", "not judged")
+        return
     assert outcome(run, rule) == "quiet"
+
+
+def test_flat_noise_seldom_leaves_the_loss_divergence_rule_undecided():
+    """A flat, noisy supervised loss (5% log-normal noise, 400 steps) never fires L3.loss-divergence and is
+    judged clean on most draws; on the rest its last 5 steps against the running best (biased low by the
+    noise) cannot rule out a climb of 3 noise sds: 4 of 30 draws at each level (12 of 90) when measured, the
+    same draws at every level (scale-free). A known limit of the rule; the bound guards against a regression."""
+    outcomes = []
+    for level in (0.05, 1.0, 300.0):
+        for seed in range(30):
+            noisy = level * np.exp(np.random.default_rng(seed).normal(0, 0.05, 400))
+            outcomes.append(outcome(run_of(np.arange(1, 401), loss=noisy), "L3.loss-divergence"))
+    assert "fires" not in outcomes
+    assert outcomes.count("not judged") <= 0.2 * len(outcomes), outcomes.count("not judged")
 
 
 @settings(max_examples=20, deadline=None)

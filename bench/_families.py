@@ -649,15 +649,22 @@ FORMAT_KEY, CHECK_KEY, CLIPPED_KEY = ("rewards/format_reward/mean", "rewards/exa
 FAMILIES = (*FAMILIES, "rl_checks")
 
 
+def _l1_shape_start(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> tuple:
+    """What every shape on the layer-1 base draws first, in this order: its size, its generator, the
+    steps and their place in the run (0..1), the healthy base (_l1_base), and where its change starts and
+    ends (a, b)."""
+    size = SHAPES[shape].effects[EFFECTS.index(effect)]
+    rng = rng_for(seed, shape, steps, index)
+    u = np.arange(steps) / max(steps - 1, 1)
+    base = _l1_base(rng, steps, noise)
+    return size, rng, steps, u, base, (rng.uniform(0.1, 0.3), rng.uniform(0.6, 0.9))
+
+
 def _l1_shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:
     """This section's layer-1 shapes (eval_early_collapse, weight0_check_flat, truncation_climb) on a healthy
     base of their own (_l1_base)."""
-    size = SHAPES[shape].effects[EFFECTS.index(effect)]
-    rng = rng_for(seed, shape, steps, index)
-    n = steps
-    u = np.arange(n) / max(n - 1, 1)
-    train, eval_means, signals, z = _l1_base(rng, n, noise)
-    a, b = rng.uniform(0.1, 0.3), rng.uniform(0.6, 0.9)
+    size, rng, n, u, (train, eval_means, signals, z), (a, b) = _l1_shape_start(shape, effect, noise, steps,
+                                                                                index, seed)
     ramp = smoothstep(u, a, b)
     reward_noise = SHAPE_SD["reward"] * z[:, 0]
     reward_mean = np.full(n, rng.uniform(0.15, 0.5))
@@ -773,12 +780,8 @@ FAMILIES = (*FAMILIES, "rl_easy")
 
 def _easy_shape_run(shape: str, effect: str, noise: float, steps: int, index: int, seed: int) -> Generated:
     """easy_data on the layer-1 shapes' healthy base (_l1_base)."""
-    size = SHAPES[shape].effects[EFFECTS.index(effect)]
-    rng = rng_for(seed, shape, steps, index)
-    n = steps
-    u = np.arange(n) / max(n - 1, 1)
-    train, eval_means, signals, z = _l1_base(rng, n, noise)
-    a, b = rng.uniform(0.1, 0.3), rng.uniform(0.6, 0.9)
+    size, rng, n, u, (train, eval_means, signals, z), (a, b) = _l1_shape_start(shape, effect, noise, steps,
+                                                                                index, seed)
     h = rng.uniform(0.88, 0.97)
     train["reward"] = np.clip(h + SHAPE_SD["reward"] * z[:, 0], 0.0, 1.0)
     train["entropy"] = train["entropy"] * (1 - size * smoothstep(u, a, b))

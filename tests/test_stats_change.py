@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stabdiag.judge.engine import diagnose
-from stabdiag.judge.stats.change import CLEAN, FINDING, UNDECIDED, Reading, end_minus_start, windows
-from stabdiag.judge.stats.noise import Noise, estimate_noise
+from stabdiag.judge.stats.change import CLEAN, FINDING, UNDECIDED, Reading, change_between, end_minus_start, windows
+from stabdiag.judge.stats.noise import Noise, estimate_noise, fitted_memory, memory_bound, memory_readable
 from stabdiag.read.run import Run, Series
 
 SIZE, SURE_Z = 0.1, 3.0
@@ -187,3 +187,52 @@ def test_logging_every_5th_step_keeps_the_divergence_verdict_of_a_clear_hack_and
         thinned = run_of(reward=(steps[every - 1::every], reward[every - 1::every]),
                          **{"eval/math_accuracy": (ev_steps, evals)})
         assert divergence(full) == divergence(thinned) == expected
+
+
+# --- the bounded memory (an upper confidence bound from a simulated table) ------------------------------
+
+def test_the_bounded_reading_keeps_a_random_walks_false_sure_rises_near_the_nominal_rate():
+    """|z| > 3 of end minus start (fifths) on 150 random walks and 150 AR(0.99) curves at 60 and 300 points:
+    the bounded reading (nugget + the memory's 99% upper bound) stays at a few in 150; the band's longest
+    memory, read from the same curves, is sure on a fifth to a quarter of them (measured 61 and 73 of 300)."""
+    rng = np.random.default_rng(11)
+    for n in (60, 300):
+        steps = np.arange(n)
+        bounded = banded = 0
+        for kind in ("walk", "ar"):
+            for _ in range(150):
+                y = np.cumsum(rng.normal(0, 1, n)) if kind == "walk" else ar1(rng, n, 0.99)
+                first, last = windows(steps, 0.2)
+                bounded += abs(change_between(y, first, last, bounded=True).reading.z) > 3
+                banded += abs(change_between(y, first, last).reading.z) > 3
+        assert bounded <= 9, (n, bounded)            # nominal 0.27% of 300 is 1; measured 7 and 3
+        assert banded >= 3 * max(bounded, 10), (n, banded)
+
+
+def test_the_memory_bound_is_a_random_walk_for_a_long_fitted_memory_and_short_for_white_noise():
+    rng = np.random.default_rng(12)
+    assert memory_bound(fitted_memory(np.cumsum(rng.normal(0, 1, 300))), 300) == 1.0
+    assert memory_bound(fitted_memory(rng.normal(0, 1, 300)), 300) <= 0.5
+    assert memory_bound(0.0, 20) == 1.0 and not memory_readable(20) and memory_readable(64)
+
+
+def test_the_variogram_fit_is_the_nonnegative_least_squares_optimum():
+    from scipy.optimize import nnls
+
+    from stabdiag.judge.stats import noise as nz
+
+    rng = np.random.default_rng(13)
+    for _ in range(10):
+        n = int(rng.integers(40, 2000))
+        walk = rng.choice([0.0, 0.1]) * np.cumsum(rng.normal(size=n))
+        bend = rng.choice([0, 5]) * np.linspace(0, 1, n) ** 2
+        y = rng.normal(size=n) + walk + bend
+        g, counts = nz.second_increments(y, nz.max_lag_for(n))
+        k = np.arange(1, len(g) + 1.0)
+        shapes = np.stack([nz._shape(float(r), k) for r in nz._RHO_GRID[::5]])
+        fixed = np.stack([k ** 4, np.full_like(k, 6.0)], axis=1)
+        w = counts / g ** 2
+        _, sse = nz._nonnegative_ls(shapes, fixed, g, w)
+        for row, s in zip(shapes, sse):
+            _, residual = nnls(np.column_stack([row, fixed]) * np.sqrt(w)[:, None], np.sqrt(w) * g)
+            assert s == pytest.approx(residual ** 2, rel=1e-6, abs=1e-12)

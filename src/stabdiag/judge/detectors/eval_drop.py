@@ -52,8 +52,9 @@ def drop_below_start(evals: list[Curve], reward: Curve | None = None, loss: Curv
         first, last = _start_and_end(c.steps, edge_frac)
         # the eval's own change is asserted: its memory read on the safe side (stats/noise.py), so that an eval
         # whose noise wanders (AR 0.97-0.99, a random walk) is not read as one that fell (3-4% of such healthy
-        # runs failed with the best fit's memory)
-        change = change_between(c.values, first, last, cautious=True)
+        # runs failed with the best fit's memory), and bounded: its start is one point, so a drift over the
+        # run weighs fully in the contrast
+        change = change_between(c.values, first, last, cautious=True, bounded=True)
         start_level, end_level = change.start_level, change.end_level
         if start_level <= 0:
             unread.append(f"{c.signal} starts at {start_level:.3g}: it has no level to fall from")
@@ -125,7 +126,7 @@ def _noise_se(steps: np.ndarray, values: np.ndarray, first: tuple[int, int], las
     if onset is None:
         return whole
     cut = int(np.searchsorted(steps, onset.step, side="right"))
-    after = estimate_noise(values[cut:], cautious=True)
+    after = estimate_noise(values[cut:], cautious=True, bounded=True)
     if after is None or after.block != 1:
         return whole
     return min(whole, math.sqrt(after.contrast_variance(len(values), first, last)))

@@ -133,13 +133,13 @@ def end_minus_start(steps: np.ndarray, values: np.ndarray, edge_frac: float, *, 
 
 
 def change_between(values: np.ndarray, first: tuple[int, int], last: tuple[int, int], *,
-                   cautious: bool = True) -> Change:
+                   cautious: bool = True, bounded: bool = False) -> Change:
     """The mean of `values` over the index range `last` minus the mean over `first`, with the standard
-    error of that contrast under the curve's noise."""
+    error of that contrast under the curve's noise (`cautious`, `bounded`: see estimate_noise)."""
     values = np.asarray(values, dtype=np.float64)
     start_level = float(np.mean(values[first[0]:first[1]]))
     end_level = float(np.mean(values[last[0]:last[1]]))
-    noise = estimate_noise(values, cautious=cautious)
+    noise = estimate_noise(values, cautious=cautious, bounded=bounded)
     se = _contrast_se(noise, values, first, last)
     return Change(Reading(end_level - start_level, se), start_level, end_level, first[1] - first[0],
                   last[1] - last[0], noise)

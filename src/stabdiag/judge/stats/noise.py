@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
+
+from . import _memory_table as _table
 
 MAX_POINTS = 20_000       # longer curves are read on block means (cost bound, not a verdict parameter)
 _RHO_GRID = np.concatenate([np.linspace(0.0, 0.9, 46), 1.0 - np.geomspace(0.1, 1e-4, 40), [1.0]])
@@ -44,23 +47,27 @@ CHI2_1_95 = 3.841458820694124
 class Noise:
     """A curve's noise: its variogram c (1 - rho^k) / (1 - rho) in lags of logged points."""
 
-    c: float              # one-step semivariance of the noise (half the mean square of a step's change)
-    rho: float            # lag-1 correlation (0 white noise, 1 a random walk)
+    c: float              # one-step semivariance of the wandering part (half the mean square of its step)
+    rho: float            # its lag-1 correlation (0 white noise, 1 a random walk)
     points: int           # points read (after blocking)
     block: int = 1        # points per block the curve was read on
+    nugget: float = 0.0   # variance of independent point noise beside it (batch-to-batch scatter)
 
     def semivariogram(self, k: np.ndarray) -> np.ndarray:
         k = np.asarray(k, dtype=np.float64)
+        white = np.where(k > 0, self.nugget, 0.0)
         if self.rho >= 1.0:
-            return self.c * k
+            return white + self.c * k
         if self.rho <= 0.0:
-            return np.where(k > 0, self.c, 0.0)
-        return self.c * (1.0 - self.rho ** k) / (1.0 - self.rho)
+            return white + np.where(k > 0, self.c, 0.0)
+        return white + self.c * (1.0 - self.rho ** k) / (1.0 - self.rho)
 
     @property
     def sill(self) -> float:
         """The noise's point variance (infinite for a random walk)."""
-        return math.inf if self.rho >= 1.0 else self.c / (1.0 - self.rho)
+        if self.c > 0 and self.rho >= 1.0:
+            return math.inf
+        return self.nugget + (self.c / (1.0 - self.rho) if self.c > 0 else 0.0)
 
     def sd_over(self, lags: int) -> float:
         """The noise's sd as seen between points `lags` apart (the root of the variogram there): the point
@@ -128,22 +135,90 @@ def max_lag_for(points: int) -> int:
     return int(min(max(points // 4, _MIN_LAGS), 100))
 
 
-def estimate_noise(values: np.ndarray, *, cautious: bool = True, max_lag: int | None = None) -> Noise | None:
+def estimate_noise(values: np.ndarray, *, cautious: bool = True, bounded: bool = False,
+                   max_lag: int | None = None) -> Noise | None:
     """The noise of a curve's finite values in logged order; None with fewer than 8 points (no variogram
-    can be read).  A constant or straight curve has no noise (c = 0).  `cautious` reads its memory on the
-    safe side (the longest the data allow, see _fit): for a curve whose own change is asserted; a check
-    read beside it takes the best fit."""
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
+    can be read).  A constant or straight curve has no noise (c = 0).
+
+    `cautious`, for a curve whose own change is asserted, reads the memory on the safe side: the variogram
+    without a nugget at the longest memory within an F-type band of the best fit.  With `bounded` as well,
+    where the curve is long enough to bound its memory (`memory_readable`), it is the one of two readings
+    that spreads more over the curve's span (its variogram at the longest lag): that one, and the
+    variogram with a nugget at the memory's upper confidence bound (`memory_bound`).  The band alone reads
+    a random walk as a slow AR(1) (|z| > 3 on 29% of random walks of 300 points; with both readings 0.7%),
+    but the bound also reads a rise concentrated in a few dozen lags (a jump, an S) as a walk's steps, and
+    a reward's rise that is plain to see became too noisy to tell (docs/methodology.md, "Known limits"):
+    the rules read it where a false finding is the larger risk (an eval's drop from one start point).  A
+    check read beside an asserted change takes the shortest memory within the band."""
+    v = _finite(values)
     if len(v) < 8:
         return None
     v, block = block_means(v)
-    lags = max(1, min(max_lag or max_lag_for(len(v)), (len(v) - 1) // 2))
-    g, counts = second_increments(v, lags)
-    c, rho = _fit(g, counts, longest=cautious)
-    if c <= (1e-12 * float(np.max(np.abs(v)))) ** 2:
-        c = 0.0                         # rounding of a straight or constant curve, not noise
-    return Noise(c, rho if c > 0 else 0.0, len(v), block)
+    increments = second_increments(v, _lags(len(v), max_lag))
+    plain = _fit(*increments, nugget=False)
+    if plain is None:
+        return Noise(0.0, 0.0, len(v), block)
+    rounding = (1e-12 * float(np.max(np.abs(v)))) ** 2      # of a straight or constant curve, not noise
+    noise = plain.noise(plain.in_band(longest=cautious), len(v), block, rounding)
+    if cautious and bounded and memory_readable(len(v)):
+        with_nugget = _fit(*increments)
+        wide = with_nugget.noise(with_nugget.cautious(len(v)), len(v), block, rounding)
+        span = np.array([len(v) - 1])
+        if wide.semivariogram(span)[0] > noise.semivariogram(span)[0]:
+            return wide
+    return noise
+
+
+def fitted_memory(values: np.ndarray) -> float:
+    """The memory the variogram fit reads best, as log(1 / (1 - rho)) (`_MEMORY_CAP` for a random walk):
+    the statistic whose null quantiles bench/memory_bound_table.py tabulates; NaN where none is read."""
+    v = _finite(values)
+    if len(v) < 8:
+        return math.nan
+    v, _ = block_means(v)
+    fit = _fit(*second_increments(v, _lags(len(v), None)))
+    return _memory(float(_RHO_GRID[fit.best])) if fit is not None else math.nan
+
+
+def memory_readable(points: int) -> bool:
+    """Whether a curve of `points` points can bound its noise's memory at all: some memory shorter than a
+    random walk's is ruled out by a short enough fitted one (the table's quantiles are not all 0: from
+    about 32 points)."""
+    return any(row[_column(points)] > 0 for row in _table.LOWER_QUANTILE[:-1])
+
+
+def _column(points: int) -> int:
+    return max(int(np.searchsorted(_table.POINTS, points, side="right")) - 1, 0)
+
+
+def memory_bound(memory: float, points: int) -> float:
+    """The longest true memory (rho of AR(1) noise, 1 a random walk) under which a fitted memory as short
+    as `memory` is not unusual on a curve of `points` points: the largest tabulated rho whose ALPHA
+    quantile of fitted memories is at or under it (Neyman's construction: an upper confidence bound on the
+    noise's memory that falls short of the truth on ALPHA of curves).  Lengths between the tabulated ones
+    take the next shorter one (its quantiles are lower: the bound is then longer, on the safe side)."""
+    j = _column(points)
+    bound = 0.0
+    for rho, row in zip(_table.TRUE_RHO, _table.LOWER_QUANTILE):
+        if row[j] <= memory + 1e-9:
+            bound = rho
+    return bound
+
+
+_MEMORY_CAP = math.log(1e5)      # a random walk's memory, past the grid's longest AR(1) (1 - 1e-4)
+
+
+def _memory(rho: float) -> float:
+    return _MEMORY_CAP if rho >= 1.0 else -math.log(1.0 - rho)
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float64)
+    return v[np.isfinite(v)]
+
+
+def _lags(points: int, max_lag: int | None) -> int:
+    return max(1, min(max_lag or max_lag_for(points), (points - 1) // 2))
 
 
 def _shape(rho: float, k: np.ndarray) -> np.ndarray:
@@ -155,51 +230,92 @@ def _shape(rho: float, k: np.ndarray) -> np.ndarray:
     return (8.0 * (1.0 - rho ** k) - 2.0 * (1.0 - rho ** (2 * k))) / (1.0 - rho)
 
 
-def _fit(g: np.ndarray, counts: np.ndarray, longest: bool) -> tuple[float, float]:
-    """(c, rho) of g(k) = c (8 D(k) - 2 D(2k)) + b k^4, D(k) = (1 - rho^k) / (1 - rho): the noise's second
-    increments plus a smooth mean's (its curvature mu'' gives (mu'' k^2)^2, which the noise cannot: the
-    noise's grow at most linearly in k).  Weighted least squares with weights N_k / g(k)^2 (Cressie
-    1985; the weights from a first unweighted fit, so that a low estimate does not pull the fit down),
-    c and b >= 0.  Few lags pin the memory poorly, so it is read from the fits within an F-type band of
-    the best one (chi2(1) 95% per residual degree of freedom): the `longest` memory there for a curve
-    whose own change is asserted (short lags cannot tell a slow AR(1) from a random walk, and the best
-    fit would call a wander that had not settled by the run's end a settled noise), the shortest for a
-    check read beside it (independent evaluations unless the data show otherwise: three lags of 30
-    binomial scores fit a random walk about as well as white noise)."""
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """The variogram fit at every rho of the grid: c and the nugget per rho, the weighted misfit per rho,
+    the best."""
+
+    c: np.ndarray
+    nugget: np.ndarray
+    sse: np.ndarray
+    best: int
+    lags: int
+
+    def noise(self, pick: int, points: int, block: int, rounding: float) -> Noise:
+        """The noise at the fit's `pick` (coefficients under `rounding` are a straight curve's, not noise)."""
+        c = float(self.c[pick]) if self.c[pick] > rounding else 0.0
+        nugget = float(self.nugget[pick]) if self.nugget[pick] > rounding else 0.0
+        return Noise(c, float(_RHO_GRID[pick]) if c > 0 else 0.0, points, block, nugget)
+
+    def in_band(self, longest: bool) -> int:
+        """The shortest (or longest) memory whose misfit is within an F-type band of the best (chi2(1) 95%
+        per residual degree of freedom).  The shortest for a check read beside an asserted change:
+        independent evaluations unless the data show otherwise (three lags of 30 binomial scores fit a
+        random walk about as well as white noise).  The longest for a curve whose change is asserted."""
+        within = np.flatnonzero(self.sse <= self.sse[self.best] * (1.0 + CHI2_1_95 / max(self.lags - 2, 1)))
+        return int(within[-1] if longest else within[0])
+
+    def cautious(self, points: int) -> int:
+        """The memory's upper confidence bound (`memory_bound`), never under the best fit's: short lags
+        cannot tell a slow AR(1) from a random walk, and the best fit would call a wander that had not
+        settled by the run's end a settled noise."""
+        bound = memory_bound(_memory(float(_RHO_GRID[self.best])), points)
+        return max(self.best, int(np.searchsorted(_RHO_GRID, bound - 1e-12)))
+
+
+def _fit(g: np.ndarray, counts: np.ndarray, nugget: bool = True) -> _Fit | None:
+    """g(k) = 6 n0 + c (8 D(k) - 2 D(2k)) + b k^4, D(k) = (1 - rho^k) / (1 - rho), at every rho of the grid:
+    independent point noise n0 (the nugget: batch-to-batch scatter), a wandering part of memory rho, and a
+    smooth mean (its curvature mu'' gives (mu'' k^2)^2, which the noise cannot: the noise's grow at most
+    linearly in k).  A training curve is both at once (batch noise around a slow drift; Harvey's local
+    level model at rho = 1): without the nugget, a drift small beside the scatter was read as a short
+    memory and its spread over the run was lost.  Weighted least squares with weights N_k / g(k)^2
+    (Cressie 1985; the weights from a first unweighted fit, so that a low estimate does not pull the fit
+    down), every coefficient >= 0; `nugget` False fits without one.  None for a curve without second
+    increments (straight or constant)."""
     if not np.any(g > 0):
-        return 0.0, 0.0
+        return None
     k = np.arange(1, len(g) + 1, dtype=np.float64)
-    quartic = k ** 4
+    fixed = np.stack([k ** 4, np.full_like(k, 6.0)] if nugget else [k ** 4], axis=1)   # smooth mean, nugget
     shapes = np.stack([_shape(float(rho), k) for rho in _RHO_GRID])         # one row per rho
     weights = counts.copy()
     for _ in range(2):
-        c, b = _nonnegative_ls(shapes, quartic, g, weights)
-        sse = np.sum(weights * (g - c[:, None] * shapes - b[:, None] * quartic) ** 2, axis=1)
+        coef, sse = _nonnegative_ls(shapes, fixed, g, weights)
         best = int(np.argmin(sse))
-        fitted = c[best] * shapes[best] + b[best] * quartic
+        fitted = coef[best, 0] * shapes[best] + fixed @ coef[best, 1:]
         weights = counts / np.maximum(fitted, max(float(np.max(g)) * 1e-9, 1e-300)) ** 2
-    within = np.flatnonzero(sse <= sse[best] * (1.0 + CHI2_1_95 / max(len(g) - 2, 1)))
-    pick = int(within[-1] if longest else within[0])          # _RHO_GRID ascends
-    return float(c[pick]), float(_RHO_GRID[pick])
+    return _Fit(coef[:, 0], coef[:, 2] if nugget else np.zeros(len(coef)), sse, best, len(g))
 
 
-def _nonnegative_ls(x1: np.ndarray, x2: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each row of `x1`: min sum w (y - a x1 - b x2)^2 over a, b >= 0 - the unconstrained solution where
-    it is nonnegative, else the better of the two one-column fits."""
-    a11, a12 = np.sum(w * x1 * x1, axis=1), np.sum(w * x1 * x2, axis=1)
-    a22, r1, r2 = float(np.sum(w * x2 * x2)), np.sum(w * x1 * y, axis=1), float(np.sum(w * x2 * y))
-    det = a11 * a22 - a12 * a12
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(det > 1e-12 * a11 * a22, (r1 * a22 - r2 * a12) / det, -1.0)
-        b = np.where(det > 1e-12 * a11 * a22, (a11 * r2 - a12 * r1) / det, -1.0)
-        only_a = np.where(a11 > 0, np.maximum(r1 / a11, 0.0), 0.0)
-    only_b = max(r2 / a22, 0.0) if a22 > 0 else 0.0
-
-    def sse(ca, cb):
-        return np.sum(w * (y - ca[:, None] * x1 - np.asarray(cb)[..., None] * x2) ** 2, axis=1)
-
-    joint = (a >= 0) & (b >= 0)
-    take_a = sse(only_a, np.zeros_like(only_a)) <= sse(np.zeros_like(only_a), np.full_like(only_a, only_b))
-    c = np.where(joint, a, np.where(take_a, only_a, 0.0))
-    q = np.where(joint, b, np.where(take_a, 0.0, only_b))
-    return c, q
+def _nonnegative_ls(shapes: np.ndarray, fixed: np.ndarray, y: np.ndarray, w: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """For each row s of `shapes`: min sum w (y - X beta)^2 over beta >= 0, X = [s, fixed], and its
+    weighted misfit.  The nonnegative optimum is the least-squares solution on its own active set, and
+    every feasible active-set solution is a candidate, so it is the best feasible one of the subsets'
+    unconstrained fits (normal equations of unit-scaled columns solved for every row at once, with a ridge of
+    1e-10 where a subset is collinear, as the white-noise shape is with the nugget)."""
+    rows, lags = shapes.shape
+    design = np.concatenate([shapes[:, :, None], np.broadcast_to(fixed, (rows, lags, fixed.shape[1]))], axis=2)
+    columns = design.shape[2]
+    gram = np.einsum("rli,l,rlj->rij", design, w, design)
+    moment = np.einsum("rli,l->ri", design, w * y)
+    total = float(np.sum(w * y * y))
+    best_sse = np.full(rows, total)                                        # every coefficient 0
+    best_coef = np.zeros((rows, columns))
+    for size in range(1, columns + 1):
+        for subset in combinations(range(columns), size):
+            idx = np.array(subset)
+            a = gram[:, idx[:, None], idx[None, :]]
+            b = moment[:, idx]
+            # columns scaled to unit norm first: k^4 runs to 1e8 beside the nugget's 6
+            scale = 1.0 / np.sqrt(np.maximum(np.einsum("rii->ri", a), 1e-300))
+            unit = a * scale[:, :, None] * scale[:, None, :] + 1e-10 * np.eye(size)
+            beta = np.linalg.solve(unit, (b * scale)[:, :, None])[:, :, 0] * scale
+            # sum w (y - X beta)^2 = y'Wy - 2 beta'X'Wy + beta'X'WX beta
+            sse = total - 2.0 * np.sum(beta * b, axis=1) + np.einsum("ri,rij,rj->r", beta, a, beta)
+            better = np.all(beta >= 0, axis=1) & (sse < best_sse)
+            coef = np.zeros((rows, columns))
+            coef[:, idx] = beta
+            best_sse = np.where(better, sse, best_sse)
+            best_coef = np.where(better[:, None], coef, best_coef)
+    return best_coef, np.maximum(best_sse, 0.0)

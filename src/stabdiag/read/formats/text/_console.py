@@ -49,6 +49,10 @@ def _cut_bars(segment: str) -> str:
 def segments(text: str) -> list[tuple[int, str]]:
     """(line number, text) for every piece of the console between newlines and carriage returns, with
     ANSI escapes and progress bars removed and surrounding blanks stripped; empty pieces are dropped."""
+    if "\r" not in text and "%|" not in text and "\x1b" not in text and "^M" not in text:
+        # nothing to undo (most logs written to a file): each line is one piece, found at C speed
+        stripped = [(number, line.strip()) for number, line in enumerate(text.split("\n"), start=1)]
+        return [item for item in stripped if item[1]]
     out: list[tuple[int, str]] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if "\x1b" in line:

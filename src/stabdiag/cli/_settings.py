@@ -1,21 +1,10 @@
 """A command's settings: defaults < config file < flags, and a note on stderr for each setting a config file
-changed; with the help of the flags that every judging command shares."""
+changed."""
 
 from typing import Optional
 
 from ..errors import ConfigError
 from ._guard import note_after, say
-
-NO_GUESS_HELP = ("Read only --map and the known framework names: guess no signal from a metric's name "
-                 "(config key no-guess).")
-ISOLATED_HELP = "Read no config file (the project's or any other), as ruff's --isolated."
-SPLIT_SOURCES_HELP = ("Read every source (event folder, W&B run, trainer_state.json, console log) as a run of "
-                      "its own.")
-ONE_RUN_HELP = ("Read the console logs and tables side by side in one folder as one run, never several "
-                "(config key one-run).")
-SPLIT_FILES_HELP = ("Read each console log and table of a folder as a run of its own (config key split-files); "
-                    "without either, their names, configs and steps decide, said in a note.")
-STEP_COL_HELP = "Name of the step column; @row numbers the rows 0, 1, 2, ... instead."
 
 
 def settings_for(paths: list[str], config: Optional[str], flags: dict, isolated: bool = False):

@@ -10,18 +10,11 @@ import typer
 
 from ..errors import ConfigError
 from ..report import FORMATS
+from . import _options as opt
 from . import _screen as screen
 from ._files import diagnose_all, load_runs, refuse_to_overwrite, write
 from ._guard import Exit, choice, guarded, say
-from ._settings import (
-    ISOLATED_HELP,
-    NO_GUESS_HELP,
-    ONE_RUN_HELP,
-    SPLIT_FILES_HELP,
-    SPLIT_SOURCES_HELP,
-    STEP_COL_HELP,
-    settings_for,
-)
+from ._settings import settings_for
 
 FAIL_ON = ("warn", "fail")
 
@@ -40,20 +33,20 @@ _OUTPUT_HELP = ("Also write a report to FILE, in the format its extension names 
 
 
 def check(
-    paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
+    paths: list[str] = opt.PATHS,
     format: Optional[str] = typer.Option(None, "--format", "-f", metavar="FORMAT", help=_FORMAT_HELP),
     output: list[str] = typer.Option([], "--output", "-o", metavar="FILE", help=_OUTPUT_HELP),
     fail_on: Optional[str] = typer.Option(None, "--fail-on",
                                           help="Exit 1 on findings at or above: warn or fail "
                                                "(default: fail, or the config file's)."),
-    mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY: read SIGNAL from your metric KEY."),
+    mapping: list[str] = opt.MAP,
     select: list[str] = typer.Option([], "--select", help="Only these rule ids or prefixes (L1, L3.loss-spike)."),
-    ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids or prefixes."),
+    ignore: list[str] = opt.IGNORE,
     params: list[str] = typer.Option([], "--param", help="RULE.NAME=VALUE: override a rule parameter "
                                                          "(e.g. L3.grad-norm-spike.ratio_vs_ema=10)."),
     with_files: list[str] = typer.Option([], "--with", help="Extra series to merge into each run "
                                                             "(e.g. drift.csv from stabdiag probe)."),
-    rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
+    rules_dir: list[str] = opt.RULES_DIR,
     baseline: Optional[str] = typer.Option(None, "--baseline", help="A baseline run (e.g. before a fix): "
                                                                     "per layer, what changed; last-pass: each "
                                                                     "selected run against the newest passing "
@@ -64,19 +57,18 @@ def check(
                                                      "of them)."),
     state: Optional[str] = typer.Option(None, "--state", help="With a project: only runs in this state "
                                                               "(finished, crashed, failed, running)."),
-    config: Optional[str] = typer.Option(None, "--config", help="Config file (stabdiag.toml or "
-                                                                "pyproject.toml) instead of the one found."),
-    isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
+    config: Optional[str] = opt.CONFIG,
+    isolated: bool = opt.ISOLATED,
     show_settings: bool = typer.Option(False, "--show-settings", help="Print the resolved settings and "
                                                                       "where each came from, then exit."),
-    step_col: Optional[str] = typer.Option(None, "--step-col", help=STEP_COL_HELP),
+    step_col: Optional[str] = opt.STEP_COL,
     refresh: bool = typer.Option(False, "--refresh", help="Refetch online runs instead of using the cache."),
-    split_sources: bool = typer.Option(False, "--split-sources", help=SPLIT_SOURCES_HELP),
-    one_run: bool = typer.Option(False, "--one-run", help=ONE_RUN_HELP),
-    split_files: bool = typer.Option(False, "--split-files", help=SPLIT_FILES_HELP),
+    split_sources: bool = opt.SPLIT_SOURCES,
+    one_run: bool = opt.ONE_RUN,
+    split_files: bool = opt.SPLIT_FILES,
     allow_unknown: bool = typer.Option(False, "--allow-unknown", help="Exit 0 for a run nothing could be "
                                                                       "judged on (default: such a run exits 3)."),
-    no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
+    no_guess: bool = opt.NO_GUESS,
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs the run used, for the cost estimate "
                                                                    "(default: the run's config, where it says)."),
     gpu_hour_cost: Optional[float] = typer.Option(None, "--gpu-hour-cost", min=0.0,

@@ -6,38 +6,31 @@ from typing import Optional
 import typer
 
 from ..errors import ConfigError
+from . import _options as opt
 from ._files import diagnose_all, load_runs, refuse_to_overwrite
 from ._guard import choice, guarded
-from ._settings import (
-    ISOLATED_HELP,
-    NO_GUESS_HELP,
-    ONE_RUN_HELP,
-    SPLIT_FILES_HELP,
-    SPLIT_SOURCES_HELP,
-    STEP_COL_HELP,
-    settings_for,
-)
+from ._settings import settings_for
 
 
 def plot(
-    paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
+    paths: list[str] = opt.PATHS,
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Image file, or a folder for one "
                                                                       "image per run (default: RUN.timeline.png)."),
     format: Optional[str] = typer.Option(None, "--format", "-f", help="png, svg or pdf (default: from -o, else png)."),
-    mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY: read SIGNAL from your metric KEY."),
-    select: list[str] = typer.Option([], "--select", help="Only these rule ids or prefixes."),
-    ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids or prefixes."),
+    mapping: list[str] = opt.MAP,
+    select: list[str] = opt.SELECT,
+    ignore: list[str] = opt.IGNORE,
     params: list[str] = typer.Option([], "--param", help="RULE.NAME=VALUE: override a rule parameter."),
     with_files: list[str] = typer.Option([], "--with", help="Extra series to merge into each run."),
-    rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
+    rules_dir: list[str] = opt.RULES_DIR,
     config: Optional[str] = typer.Option(None, "--config", help="Config file instead of the one found."),
-    isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
-    step_col: Optional[str] = typer.Option(None, "--step-col", help=STEP_COL_HELP),
-    split_sources: bool = typer.Option(False, "--split-sources", help=SPLIT_SOURCES_HELP),
-    one_run: bool = typer.Option(False, "--one-run", help=ONE_RUN_HELP),
-    split_files: bool = typer.Option(False, "--split-files", help=SPLIT_FILES_HELP),
-    no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    isolated: bool = opt.ISOLATED,
+    step_col: Optional[str] = opt.STEP_COL,
+    split_sources: bool = opt.SPLIT_SOURCES,
+    one_run: bool = opt.ONE_RUN,
+    split_files: bool = opt.SPLIT_FILES,
+    no_guess: bool = opt.NO_GUESS,
+    debug: bool = opt.DEBUG,
 ) -> None:
     """Draw each run's timeline: four layer panels, findings shaded, the first NaN/Inf marked."""
     def body() -> None:

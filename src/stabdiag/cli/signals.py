@@ -6,30 +6,23 @@ from typing import Optional
 
 import typer
 
+from . import _options as opt
 from ._files import load_runs
 from ._guard import choice, guarded
-from ._settings import (
-    ISOLATED_HELP,
-    NO_GUESS_HELP,
-    ONE_RUN_HELP,
-    SPLIT_FILES_HELP,
-    SPLIT_SOURCES_HELP,
-    STEP_COL_HELP,
-    settings_for,
-)
+from ._settings import settings_for
 
 
 def signals(
     paths: list[str] = typer.Argument(..., help="Run files, directories or URIs."),
     format: str = typer.Option("text", "--format", "-f", help="text or json."),
     mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY overrides."),
-    step_col: Optional[str] = typer.Option(None, "--step-col", help=STEP_COL_HELP),
-    split_sources: bool = typer.Option(False, "--split-sources", help=SPLIT_SOURCES_HELP),
-    one_run: bool = typer.Option(False, "--one-run", help=ONE_RUN_HELP),
-    split_files: bool = typer.Option(False, "--split-files", help=SPLIT_FILES_HELP),
-    no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
-    isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    step_col: Optional[str] = opt.STEP_COL,
+    split_sources: bool = opt.SPLIT_SOURCES,
+    one_run: bool = opt.ONE_RUN,
+    split_files: bool = opt.SPLIT_FILES,
+    no_guess: bool = opt.NO_GUESS,
+    isolated: bool = opt.ISOLATED,
+    debug: bool = opt.DEBUG,
 ) -> None:
     """Show which of your metric keys feeds each canonical signal, what was guessed, and what stayed unmapped."""
     def body() -> None:

@@ -6,34 +6,34 @@ from typing import Optional
 
 import typer
 
+from . import _options as opt
 from ._guard import Exit, guarded
-from ._settings import ISOLATED_HELP, NO_GUESS_HELP, ONE_RUN_HELP, SPLIT_FILES_HELP, STEP_COL_HELP, settings_for
+from ._settings import settings_for
 
 
 def watch(
-    paths: list[str] = typer.Argument(..., help="Run files, run directories, trees of runs, or wandb:// URIs."),
+    paths: list[str] = opt.PATHS,
     interval: float = typer.Option(1.0, "--interval", help="Judge each run at most every this many seconds."),
     format: str = typer.Option("text", "--format", "-f", help="text or jsonl (one JSON object per event)."),
     exit_on: Optional[str] = typer.Option(None, "--exit-on", help="Exit 1 once a finding at warn or fail appears."),
     on_alert: Optional[str] = typer.Option(None, "--on-alert", help="Command (argv, no shell) run per new finding, "
                                                                    "the event's JSON on stdin."),
-    mapping: list[str] = typer.Option([], "--map", help="SIGNAL=KEY: read SIGNAL from your metric KEY."),
-    select: list[str] = typer.Option([], "--select", help="Only these rule ids or prefixes."),
-    ignore: list[str] = typer.Option([], "--ignore", help="Skip these rule ids or prefixes."),
+    mapping: list[str] = opt.MAP,
+    select: list[str] = opt.SELECT,
+    ignore: list[str] = opt.IGNORE,
     params: list[str] = typer.Option([], "--param", help="RULE.NAME=VALUE: override a rule parameter, as in check."),
-    rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files."),
-    config: Optional[str] = typer.Option(None, "--config", help="Config file (stabdiag.toml or pyproject.toml) "
-                                                                "instead of the one found."),
-    isolated: bool = typer.Option(False, "--isolated", help=ISOLATED_HELP),
-    no_guess: bool = typer.Option(False, "--no-guess", help=NO_GUESS_HELP),
+    rules_dir: list[str] = opt.RULES_DIR,
+    config: Optional[str] = opt.CONFIG,
+    isolated: bool = opt.ISOLATED,
+    no_guess: bool = opt.NO_GUESS,
     clear_after: int = typer.Option(3, "--clear-after", metavar="N", min=1,
                                     help="Say a finding cleared only after N judgements in a row without it, over "
                                          "as many steps again as the run had when it was last seen (no flapping)."),
-    step_col: Optional[str] = typer.Option(None, "--step-col", help=STEP_COL_HELP),
-    one_run: bool = typer.Option(False, "--one-run", help=ONE_RUN_HELP),
-    split_files: bool = typer.Option(False, "--split-files", help=SPLIT_FILES_HELP),
+    step_col: Optional[str] = opt.STEP_COL,
+    one_run: bool = opt.ONE_RUN,
+    split_files: bool = opt.SPLIT_FILES,
     polling: bool = typer.Option(False, "--polling", help="Poll the files instead of using watchfiles."),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    debug: bool = opt.DEBUG,
 ) -> None:
     """Follow runs while they train: judge them again as their logs grow, and say when a finding appears."""
     def body() -> None:

@@ -231,14 +231,11 @@ def _block_scale(resid: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarra
     """Each point's local robust sd of `resid` (its block of _SCALE_BLOCK points, at least `floor`) and how
     many finite points that sd was read from."""
     scale = ex.local_scale(resid, _SCALE_BLOCK, floor=floor)
-    finite = np.isfinite(resid).astype(np.intp)
-    counts = np.zeros(len(resid), dtype=np.intp)
-    edges = list(range(0, len(resid), _SCALE_BLOCK)) + [len(resid)]
-    if len(edges) > 2 and edges[-1] - edges[-2] < _SCALE_BLOCK // 2:
-        edges.pop(-2)
-    for a, b in zip(edges[:-1], edges[1:]):
-        counts[a:b] = int(finite[a:b].sum())
-    return scale, counts
+    edges = np.asarray(ex.block_edges(len(resid), _SCALE_BLOCK))
+    if len(resid) == 0:
+        return scale, np.zeros(0, dtype=np.intp)
+    finite = np.add.reduceat(np.isfinite(resid).astype(np.intp), edges[:-1])
+    return scale, np.repeat(finite, np.diff(edges))
 
 
 def _tiny(y: np.ndarray) -> float:

@@ -18,7 +18,9 @@ D the semivariogram of AR(1)-type noise (c its one-step semivariance, rho its la
 a random walk, whose variogram grows without bound) and b k^4 what a smooth mean's curvature adds, as Hall
 & Van Keilegom (2003, JRSS-B 65: using difference-based methods for inference in nonparametric regression
 with time-series errors) separate correlated errors from a smooth trend.  The fit is weighted least
-squares with weights N_k / G(k)^2 (Cressie 1985), rho on a grid, c and b >= 0 at each rho.
+squares with weights N_k / G(k)^2 (Cressie 1985), rho on a grid, c and b >= 0 at each rho.  The bounded
+reading adds independent batch scatter (a nugget n0: G gains 6 n0) and reads the memory at an upper
+confidence bound from a simulated table (`memory_bound`, bench/memory_bound_table.py).
 
 Every "did it move?" is a contrast of the curve's points (end window minus start window), and a contrast's
 variance needs only the variogram: Var(sum a_i e_i) = -sum_ij a_i a_j D(|i - j|) when sum a_i = 0.  That
@@ -45,7 +47,7 @@ CHI2_1_95 = 3.841458820694124
 
 @dataclass(frozen=True, slots=True)
 class Noise:
-    """A curve's noise: its variogram c (1 - rho^k) / (1 - rho) in lags of logged points."""
+    """A curve's noise: its variogram nugget + c (1 - rho^k) / (1 - rho) at lags k >= 1 of logged points."""
 
     c: float              # one-step semivariance of the wandering part (half the mean square of its step)
     rho: float            # its lag-1 correlation (0 white noise, 1 a random walk)

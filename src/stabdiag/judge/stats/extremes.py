@@ -61,7 +61,9 @@ class Tail:
 
 def neighbour_residuals(values: np.ndarray, side: int = NEIGHBOURS) -> np.ndarray:
     """Each point minus the median of its `side` neighbours on each side (the point itself left out), NaN at
-    the `side` points at either end.  Computed in chunks, so a million points need no 8 x n array."""
+    the `side` points at either end.  Computed in chunks, so a million points need no 8 x n array; for the
+    default four a side by a sorting network (np.partition over the stacked rows cost a fifth of a
+    million-point check), the same numbers."""
     y = np.asarray(values, dtype=np.float64)
     n = len(y)
     out = np.full(n, np.nan)
@@ -71,10 +73,29 @@ def neighbour_residuals(values: np.ndarray, side: int = NEIGHBOURS) -> np.ndarra
     chunk = 1 << 16
     for a in range(side, n - side, chunk):
         b = min(a + chunk, n - side)
-        around = np.stack([y[a + o:b + o] for o in offsets])
-        around.partition((side - 1, side), axis=0)
-        out[a:b] = y[a:b] - 0.5 * (around[side - 1] + around[side])
+        around = [y[a + o:b + o] for o in offsets]
+        if side == 4:
+            out[a:b] = y[a:b] - _middle_pair_mean_of_8(around)
+            continue
+        stacked = np.stack(around)
+        stacked.partition((side - 1, side), axis=0)
+        out[a:b] = y[a:b] - 0.5 * (stacked[side - 1] + stacked[side])
     return out
+
+
+# Batcher's odd-even merge sort of 8 (19 compare-exchanges; it sorts all 256 inputs of 0s and 1s, so all)
+_SORT_8 = ((0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7), (1, 2), (5, 6), (0, 4), (3, 7),
+           (1, 5), (2, 6), (1, 4), (3, 6), (2, 4), (3, 5), (3, 4))
+
+
+def _middle_pair_mean_of_8(rows: list[np.ndarray]) -> np.ndarray:
+    """The mean of the 4th and 5th smallest of eight equal-length arrays, elementwise, as np.partition gives
+    it: NaN sorts last, so it is NaN where four or more of the eight are NaN."""
+    missing = sum(np.isnan(r).astype(np.int8) for r in rows)
+    v = [np.where(np.isnan(r), np.inf, r) for r in rows]
+    for i, j in _SORT_8:
+        v[i], v[j] = np.minimum(v[i], v[j]), np.maximum(v[i], v[j])
+    return np.where(missing >= 4, np.nan, 0.5 * (v[3] + v[4]))
 
 
 def local_scale(residuals: np.ndarray, block: int, floor: float = 0.0) -> np.ndarray:

@@ -34,7 +34,7 @@ import functools
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ...run import STEP_MAX, Run
 from .. import _common
@@ -79,6 +79,10 @@ class _Counter:
     epoch_only: int | None = None
     kind: str = ""
     spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+# _Counter's fields in its constructor's order, but the spans each line finds for itself
+_COUNTER_FIELDS = tuple(f.name for f in fields(_Counter) if f.name != "spans")
 
 
 @dataclass(slots=True)
@@ -289,9 +293,8 @@ class _Plan:
     counter_slots: tuple[tuple[int, int], ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        order = ("step", "total", "outer", "outer_kind", "epoch_only", "kind")
-        self.counter_args = [self.constants.get(name) for name in order]
-        self.counter_slots = tuple((order.index(name), slot) for name, slot in self.counter.items())
+        self.counter_args = [self.constants.get(name) for name in _COUNTER_FIELDS]
+        self.counter_slots = tuple((_COUNTER_FIELDS.index(name), slot) for name, slot in self.counter.items())
 
 
 class _Templates:

@@ -115,9 +115,8 @@ def local_scale(residuals: np.ndarray, block: int, floor: float = 0.0) -> np.nda
         centre = st.median_of_rows(part)
         sd = st.MAD_TO_SD * st.median_of_rows(np.abs(part - centre[:, None]))
         out[:whole * block].reshape(whole, block)[clean] = np.maximum(sd, floor)[:, None]
-    for i, (a, b) in enumerate(zip(edges[:-1], edges[1:])):
-        if i < whole and clean[i]:
-            continue
+    for i in [*np.flatnonzero(~clean), *range(whole, len(edges) - 1)]:      # the blocks left, one by one
+        a, b = edges[i], edges[i + 1]
         part = residuals[a:b]
         part = part[np.isfinite(part)]
         if len(part) >= 3:

@@ -152,11 +152,10 @@ def estimate_noise(values: np.ndarray, *, cautious: bool = True, bounded: bool =
     a reward's rise that is plain to see became too noisy to tell (docs/methodology.md, "Known limits"):
     the rules read it where a false finding is the larger risk (an eval's drop from one start point).  A
     check read beside an asserted change takes the shortest memory within the band."""
-    v = _finite(values)
-    if len(v) < 8:
+    read = _read(values, max_lag)
+    if read is None:
         return None
-    v, block = block_means(v)
-    increments = second_increments(v, _lags(len(v), max_lag))
+    v, block, increments = read
     plain = _fit(*increments, nugget=False)
     if plain is None:
         return Noise(0.0, 0.0, len(v), block)
@@ -174,12 +173,19 @@ def estimate_noise(values: np.ndarray, *, cautious: bool = True, bounded: bool =
 def fitted_memory(values: np.ndarray) -> float:
     """The memory the variogram fit reads best, as log(1 / (1 - rho)) (`_MEMORY_CAP` for a random walk):
     the statistic whose null quantiles bench/memory_bound_table.py tabulates; NaN where none is read."""
+    read = _read(values, None)
+    fit = _fit(*read[2]) if read is not None else None
+    return fit.memory if fit is not None else math.nan
+
+
+def _read(values: np.ndarray, max_lag: int | None) -> tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray]] | None:
+    """A curve's finite values (as block means where long), the block length, and their second increments
+    with counts; None with fewer than 8 finite values."""
     v = _finite(values)
     if len(v) < 8:
-        return math.nan
-    v, _ = block_means(v)
-    fit = _fit(*second_increments(v, _lags(len(v), None)))
-    return _memory(float(_RHO_GRID[fit.best])) if fit is not None else math.nan
+        return None
+    v, block = block_means(v)
+    return v, block, second_increments(v, _lags(len(v), max_lag))
 
 
 def memory_readable(points: int) -> bool:
@@ -249,6 +255,11 @@ class _Fit:
         nugget = float(self.nugget[pick]) if self.nugget[pick] > rounding else 0.0
         return Noise(c, float(_RHO_GRID[pick]) if c > 0 else 0.0, points, block, nugget)
 
+    @property
+    def memory(self) -> float:
+        """The best fit's memory, log(1 / (1 - rho)): the statistic the bound's table is made of."""
+        return _memory(float(_RHO_GRID[self.best]))
+
     def in_band(self, longest: bool) -> int:
         """The shortest (or longest) memory whose misfit is within an F-type band of the best (chi2(1) 95%
         per residual degree of freedom).  The shortest for a check read beside an asserted change:
@@ -261,7 +272,7 @@ class _Fit:
         """The memory's upper confidence bound (`memory_bound`), never under the best fit's: short lags
         cannot tell a slow AR(1) from a random walk, and the best fit would call a wander that had not
         settled by the run's end a settled noise."""
-        bound = memory_bound(_memory(float(_RHO_GRID[self.best])), points)
+        bound = memory_bound(self.memory, points)
         return max(self.best, int(np.searchsorted(_RHO_GRID, bound - 1e-12)))
 
 

@@ -10,10 +10,12 @@ share of the way the loss came down (its start level minus its best: scale-free 
 declared multiple for a grad norm, and at least `min_sd` sds of the point-to-point noise the curve had shown
 until then; it counts when it stays over the bar for the shortest stretch, in steps (cadence-free), and it is
 over when the curve is back within half the bar.  Whether it is sure is one three-way decision
-(stats/change.py): the mean of the departure's points minus the mean of the reference's, with a standard
-error from each side's own noise - a finding when the interval clears 0 and the estimate clears the bar,
-clean when the interval's upper end is under it, else too noisy to tell.  A departure that lasts to the
-log's end (or to a NaN, where the run is cut) did not recover.
+(stats/change.py) on its size against the reference's mean (read before the rise began) - a finding when
+the interval clears 0 and the estimate clears the bar, clean when the interval's upper end is under it,
+else too noisy to tell.  A departure that lasts to the log's end (or to a NaN, where the run is cut) did
+not recover: its size is the mean of its points, with a standard error from each side's own noise.  One
+that recovered held a level for a stretch: its size is the mean of its highest stretch of points, under
+the noise the curve had shown before it.
 """
 
 from __future__ import annotations
@@ -113,23 +115,69 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
     wide = _reference_points(len(values), w)
     reference, anchor = reference_of(values, wide)
     sd = _noise_so_far(values)
-    bar = np.maximum(bar_of(smooth, reference), min_sd * sd)
+    sized = bar_of(smooth, reference)
+    bar = np.maximum(sized, min_sd * sd)
     over = (smooth - reference >= bar) & np.isfinite(reference) & (bar > 0)
     departures = []
     n = len(values)
     for a, b in _episodes(over, smooth, reference, bar):
         if steps[b] - steps[a] < stretch_steps:
             continue                    # too brief to be more than a spike (the spike rules read those)
-        ref = _reference_window(anchor[a], a, wide, n)
-        reading = _departure_reading(values, ref, (a, b + 1))
+        rise = _rise_start(values, reference[a], min(_BACK_SHARE * bar[a], min_sd * sd[a]), a)
+        ref = _reference_window(anchor[a], rise, wide, n)
+        recovered = b < n - 1
+        held = _held_end(smooth, reference[a], bar[a], a, b)
+        if recovered and sized[a] > min_sd * sd[a] and steps[held] - steps[rise] >= stretch_steps:
+            reading = _held_reading(values, ref, (rise, held + 1))
+        else:
+            reading = _departure_reading(values, ref, (a, b + 1))
         peak = a + int(np.argmax(smooth[a:b + 1]))
         # dated where the smoothed curve last crossed the bar itself before its peak: a wobble over half the
         # bar in the steps before (noise the departure's extent has to tolerate) does not date it
         under = np.flatnonzero(smooth[a:peak + 1] - reference[a] < bar[a])
         onset = a + int(under[-1]) + 1 if len(under) else a
         departures.append(_Departure(a, b, ref, reading, float(bar[a]), reading.decide(float(bar[a]), sure_z),
-                                     b < n - 1, peak, onset))
+                                     recovered, peak, onset))
     return _Read(steps, values, smooth, reference, bar, sd, sure_z, stretch_steps, departures)
+
+
+def _rise_start(values: np.ndarray, reference: float, within: float, a: int) -> int:
+    """Where the way up to a departure that clears its bar at `a` began: after the last point before `a`
+    `within` of the reference (half the bar, or its noise part where that is less), so that no point of the
+    rise is read as the reference level (the smoothed curve clears the bar a point or two after the raw
+    curve left: a noise-free excursion of 0.3 of the descent read its reference 0.04 high on the two points
+    of its jump)."""
+    back = np.flatnonzero(values[:a] - reference < within)
+    return int(back[-1]) + 1 if len(back) else a
+
+
+def _held_end(smooth: np.ndarray, reference: float, bar: float, a: int, b: int) -> int:
+    """The last point of the departure [a, b] whose smoothed level is still over the bar: the end of the
+    stretch it held (its way back, down to half the bar, is part of its length but not of its height)."""
+    over = np.flatnonzero(smooth[a:b + 1] - reference >= bar)
+    return a + int(over[-1]) if len(over) else b
+
+
+def _held_reading(values: np.ndarray, reference: tuple[int, int], held: tuple[int, int]) -> Reading:
+    """A recovered departure's size: the mean of the points it held over its bar (`held`, from where it left
+    its level to where its smoothed curve last stood over the bar) minus the reference's, with the standard
+    error of that contrast under the noise of the points before the departure.  Not the mean of the whole
+    departure: a jump that decays as exp(-t / tau) averages under its bar over its way back however far over
+    it it held (0 of 36 excursions of 0.3 of the descent were found so on bench/calibrate.py).  Nor under
+    the departure's own noise: a few points of a smooth decay read their curvature as noise (a noise-free
+    excursion was too noisy to tell), and the bar is set against the noise the curve had shown until then.
+
+    Read so (by _read) only where the held stretch spans the shortest stretch that counts and the bar is the
+    declared size, not the noise's multiple: the stretch is chosen where the curve stood over its bar, so its
+    mean is read high by the noise that put it there, by a share of the bar where the bar is a few noise
+    sds (a grad norm 4x for 80 steps, log sd 0.6, read over its 6x noise bar on 2 of 20 draws); else the
+    whole departure's mean is read."""
+    a, b = held
+    estimate = float(np.mean(values[a:b]) - np.mean(values[reference[0]:reference[1]]))
+    before = values[:a]
+    var = (_mean_variance(before, b - a) if len(before) >= _MIN_NOISE_POINTS else math.inf) + \
+        _mean_variance(before, reference[1] - reference[0])
+    return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf)
 
 
 def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure: tuple[int, int]) -> Reading:

@@ -127,7 +127,8 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         ref = _reference_window(anchor[a], rise, wide, n)
         recovered = b < n - 1
         held = _held_end(smooth, reference[a], bar[a], a, b)
-        if recovered and sized[a] > min_sd * sd[a] and steps[held] - steps[rise] >= stretch_steps:
+        if (recovered and sized[a] > min_sd * sd[a] and steps[held] - steps[rise] >= stretch_steps
+                and rise >= _MIN_NOISE_POINTS):
             reading = _held_reading(values, ref, (rise, held + 1))
         else:
             reading = _departure_reading(values, ref, (a, b + 1))
@@ -167,16 +168,15 @@ def _held_reading(values: np.ndarray, reference: tuple[int, int], held: tuple[in
     the departure's own noise: a few points of a smooth decay read their curvature as noise (a noise-free
     excursion was too noisy to tell), and the bar is set against the noise the curve had shown until then.
 
-    Read so (by _read) only where the held stretch spans the shortest stretch that counts and the bar is the
-    declared size, not the noise's multiple: the stretch is chosen where the curve stood over its bar, so its
-    mean is read high by the noise that put it there, by a share of the bar where the bar is a few noise
-    sds (a grad norm 4x for 80 steps, log sd 0.6, read over its 6x noise bar on 2 of 20 draws); else the
-    whole departure's mean is read."""
+    Read so (by _read) only where 8 points or more precede it (a noise to read), the held stretch spans the
+    shortest stretch that counts, and the bar is the declared size, not the noise's multiple: the stretch is
+    chosen where the curve stood over its bar, so its mean is read high by the noise that put it there, by
+    a share of the bar where the bar is a few noise sds (a grad norm 4x for 80 steps, log sd 0.6, read over
+    its 6x noise bar on 2 of 20 draws); else the whole departure's mean is read."""
     a, b = held
     estimate = float(np.mean(values[a:b]) - np.mean(values[reference[0]:reference[1]]))
     before = values[:a]
-    var = (_mean_variance(before, b - a) if len(before) >= _MIN_NOISE_POINTS else math.inf) + \
-        _mean_variance(before, reference[1] - reference[0])
+    var = _mean_variance(before, b - a) + _mean_variance(before, reference[1] - reference[0])
     return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf)
 
 

@@ -430,3 +430,14 @@ def test_lines_read_by_their_template_read_as_they_do_from_scratch():
                     if line is not None]
     assert len(by_template) == len(from_scratch) > 2000
     assert all(loop._same((a, False), (b, False)) for a, b in zip(by_template, from_scratch))
+
+
+def test_a_line_printed_twice_with_nan_is_no_micro_batch(tmp_path):
+    """Two ranks print every step's line.  A nan is the same value on both copies whether a copy was read
+    by its template or from scratch (every 256th line is), so the copies are repeats, not micro-batches
+    whose values differ (before: read as micro-batches once the log passed 256 lines)."""
+    text = "".join(f"step {i} | loss: nan | kl: 0.{i % 7}\n" * 2 for i in range(1, 301))
+    run = _load(tmp_path, text)
+    assert not any("micro-batches" in n for n in run.notes)
+    assert run.series["kl"].steps.tolist() == list(range(1, 301))
+    assert math.isnan(run.series["loss"].values[-1])

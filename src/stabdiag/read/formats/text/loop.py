@@ -373,7 +373,10 @@ def _plan(first: tuple[_Line | None, bool], first_slots: list[str],
         if v1 != v1 or abs(v1) == float("inf"):                  # nan, inf: written, not a slot
             if not (v2 != v2 and v1 != v1) and v2 != v1:
                 return None
-            values.append((name, v1 if v1 == v1 else float("nan")))
+            # the line's own value: read from scratch a nan is always math.nan (_common.number), so a
+            # step's nan from a planned line and from a line read from scratch are one value in
+            # _micro_steps' set() of the step's values, as they are when no line is planned
+            values.append((name, v1))
             continue
         slot = _one_slot(first_slots, second_slots, v1, v2, _common.number)
         if slot is None:

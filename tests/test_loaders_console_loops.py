@@ -15,7 +15,7 @@ import pytest
 import stabdiag
 from stabdiag.read.formats import loader_for
 from stabdiag.read.formats import text as textlog
-from stabdiag.read.formats.text import loop
+from stabdiag.read.formats.text import _console, _loop_line, _loop_templates, loop
 from stabdiag.signals.resolve import resolve
 
 # "GRPO from scratch" notebook, its training cell's output: "Average Reward" is printed while a step
@@ -396,11 +396,11 @@ def test_a_loop_console_is_parsed_once_from_sniff_to_read(tmp_path, monkeypatch)
     path = tmp_path / "train.log"
     path.write_text("".join(f"Step {i}/40 | loss: {2 - i / 40:.3f} | reward: {i / 40:.3f}\n" for i in range(1, 41)))
     parsed = []
-    real_read = loop._Templates.read
-    monkeypatch.setattr(loop._Templates, "read", lambda self, n, s: parsed.append(n) or real_read(self, n, s))
+    real_read = loop.read_lines
+    monkeypatch.setattr(loop, "read_lines", lambda text: parsed.append(text) or real_read(text))
     run = stabdiag.load(str(path))[0]
     assert run.series["loss"].steps.tolist() == list(range(1, 41))
-    assert parsed == list(range(1, 41))
+    assert parsed == [path.read_text()]
     assert loop._parse.cache_info().currsize == 0
 
 
@@ -424,12 +424,11 @@ def test_lines_read_by_their_template_read_as_they_do_from_scratch():
                   f"[GRAD-DBG] it={i} micro={i % 4}/4 loss={rnd.random():.4f} grad_l2={rnd.random():.3e}",
                   f"step {i if i % 37 else f'{i}.5'}: reward {rnd.random():.3f}"]     # now and then no counter
     text = "\n".join(lines) + "\n"
-    by_template, _ = loop._parse(text)
-    loop._parse.cache_clear()
-    from_scratch = [line for line, _ in (loop._parse_line(n, s) for n, s in loop._console.segments(text))
+    by_template, _ = _loop_templates.read_lines(text)
+    from_scratch = [line for line, _ in (_loop_line.parse_line(n, s) for n, s in _console.segments(text))
                     if line is not None]
     assert len(by_template) == len(from_scratch) > 2000
-    assert all(loop._same((a, False), (b, False)) for a, b in zip(by_template, from_scratch))
+    assert all(_loop_templates._same((a, False), (b, False)) for a, b in zip(by_template, from_scratch))
 
 
 def test_a_line_printed_twice_with_nan_is_no_micro_batch(tmp_path):

@@ -34,406 +34,39 @@ import functools
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field, fields
 
 from ...run import STEP_MAX, Run
-from .. import _common
 from .._common import Points, column_of_points
 from . import _console
+from ._loop_line import Line, is_metric_key, step_counter
+from ._loop_templates import read_lines
+
+__all__ = ["FORMAT", "is_metric_key", "read", "sniff", "step_counter"]
 
 FORMAT = "training-loop console"
-_N = r"\[?\s*(\d{1,12})(?:\s*/\s*(\d{1,12}))?\s*\]?(?![\d.])"
-_GLOBAL = re.compile(r"(?<![\w/])global[ _]?step\s*[:=#]?\s*" + _N, re.IGNORECASE)
-_STEP = re.compile(r"(?<![\w/])step\s*[:=#]?\s*" + _N, re.IGNORECASE)
-_ITER = re.compile(r"(?<![\w/])(?:iteration|iter|it)\s*[:=#]?\s*" + _N, re.IGNORECASE)
-_EPOCH = re.compile(r"(?<![\w/])epoch\s*[:=#]?\s*" + _N, re.IGNORECASE)
-_IN_EPOCH = re.compile(r"^[\s\]|,:]*[\[(]?\s*(\d{1,12})\s*/\s*(\d{1,12})\s*[\])]?(?![\d.])")
-_LEADING = re.compile(r"^\s*(\d{1,12})\s*[|:]\s")
-_FIELDS = re.compile(r"\s*\|\s*|,\s+|;\s*|\s+-\s+|(?<![:=\s])\s{2,}|\t")
-_EQ_PAIR = re.compile(r"([A-Za-z_][\w/.%@\-]*)(\s*)=(\s*)([^\s,;|=]+)")
-_VALUE = re.compile(r"^([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity))"
-                    r"([A-Za-z%/]+)?$", re.IGNORECASE)
-_KEY = re.compile(r"^[A-Za-z][\w /.%@()\-]*$")
-_UNITS = {"%", "ms", "s", "sec", "secs", "seconds", "min", "h", "gb", "gib", "mb", "mib", "kb", "tok/s",
-          "tokens/s", "it/s", "s/it", "samples/s", "tflops", "x"}
-_COUNTER_KEYS = {"epoch", "step", "global_step", "iter", "iteration", "it"}
-# words that name what a training loop reports; four letters or more match inside a key ('closs')
-_METRIC_PARTS = ("loss", "reward", "return", "entropy", "accura", "correct", "perplex", "score", "grad",
-                 "norm", "advantage", "clip", "learning")
-_METRIC_WORDS = {"kl", "lr", "acc", "ppl", "mfu"}
 _MIN_RECORDS = 3
 # what a restarted run prints before its first step again (see _counter_resets)
 _RESTART = re.compile(r"resum|restor|restart|load(?:ing|ed)?\b[^\n]{0,40}checkpoint|checkpoint[^\n]{0,20}load|"
                       r"from checkpoint|Namespace\(", re.IGNORECASE)
-_MAX_LINE = 4000                 # longer lines are config echoes and sample dumps, not records
-
-
-@dataclass(slots=True)                   # slots: a planned line's objects are built at half the cost
-class _Counter:
-    """What a line says about its step: the counter used, its total, and an outer (epoch) counter."""
-
-    step: int | None = None
-    total: int | None = None
-    outer: int | None = None
-    outer_kind: str = ""           # "epoch", or "iteration" for an `iter N` beside `step M` (lit-gpt)
-    epoch_only: int | None = None
-    kind: str = ""
-    spans: list[tuple[int, int]] = field(default_factory=list)
-
-
-# _Counter's fields in its constructor's order, but the spans each line finds for itself
-_COUNTER_FIELDS = tuple(f.name for f in fields(_Counter) if f.name != "spans")
-
-
-@dataclass(slots=True)
-class _Line:
-    number: int
-    counter: _Counter
-    pairs: dict[str, float]
-    printed: dict[str, str]
-    explicit: bool = True          # the line is nothing but `key: value` / `key=value` pairs
-
-
-@functools.lru_cache(maxsize=4096)       # a log has a few key names, asked about once per line
-def is_metric_key(key: str) -> bool:
-    """The key names something a training loop reports (what sets a record apart from program output)."""
-    low = key.lower()
-    return any(p in low for p in _METRIC_PARTS) or any(w in _METRIC_WORDS for w in re.split(r"[^a-z0-9]+", low))
-
-
-def _counter(text: str) -> _Counter:
-    """The step counter of a line; a global step wins, then `step`, then `it`/`iter`/`iteration`, then
-    an epoch's per-epoch `[i/N]`, then a bare leading `N |`.  Another counter beside it is the outer one."""
-    found = _Counter()
-    glob, step, it, epoch = (p.search(text) for p in (_GLOBAL, _STEP, _ITER, _EPOCH))
-    if glob:
-        step = None                     # a bare `step N` beside a global step is the per-epoch one
-    inner = glob or step or it
-    if inner is None and epoch:
-        per_epoch = _IN_EPOCH.match(text[epoch.end():])
-        if per_epoch:
-            found.step, found.total, found.kind = int(per_epoch.group(1)), int(per_epoch.group(2)), "epoch [i/N]"
-            found.outer = int(epoch.group(1))
-            found.spans += [epoch.span(), (epoch.end() + per_epoch.start(), epoch.end() + per_epoch.end())]
-            return found
-    if inner is not None:
-        found.step = int(inner.group(1))
-        found.total = int(inner.group(2)) if inner.group(2) else None
-        found.kind = "global step" if glob else "step" if inner is step else "iteration"
-        found.spans.append(inner.span())
-        outer = epoch or (it if inner is step else None)
-        if outer is not None and not glob:
-            found.outer = int(outer.group(1))
-            found.outer_kind = "epoch" if outer is epoch else "iteration"
-            found.spans.append(outer.span())
-        return found
-    leading = _LEADING.match(text)
-    if leading:
-        found.step, found.kind = int(leading.group(1)), "leading number"
-        found.spans.append(leading.span(1))
-    elif epoch:
-        found.epoch_only = int(epoch.group(1))
-        found.spans.append(epoch.span())
-    return found
-
-
-def step_counter(text: str) -> int | None:
-    """The step printed in a piece of text (the HF console reads the text before a dict with it)."""
-    return _counter(text).step
-
-
-def _number(token: str) -> float | None:
-    match = _VALUE.match(token.strip().rstrip(",;"))
-    if not match or (match.group(2) and match.group(2).lower() not in _UNITS):
-        return None
-    return _common.number(match.group(1))
-
-
-def _key(words: list[str]) -> str | None:
-    name = " ".join(words).strip(" :=-")
-    if not name or len(name) > 48 or len(words) > 5 or not _KEY.match(name):
-        return None
-    return name
-
-
-def _stream_pairs(field_text: str) -> dict[str, tuple[float, bool]] | None:
-    """`name[:] value [unit] [(avg)]` repeated -> {name: (value, written with a colon)}; None when
-    anything in the field is not such a pair."""
-    out: dict[str, tuple[float, bool]] = {}
-    words: list[str] = []
-    tokens = field_text.split()
-    i = 0
-    while i < len(tokens):
-        value = _number(tokens[i]) if words else None
-        if value is None:
-            words.append(tokens[i])
-            i += 1
-            continue
-        key = _key(words)
-        if key is None:
-            return None
-        out[key] = (value, words[-1].endswith(":"))
-        words = []
-        i += 1
-        if i < len(tokens) and tokens[i].lower() in _UNITS:
-            i += 1
-        while i < len(tokens) and tokens[i].startswith("(") and (tokens[i].endswith(")") or ")" not in tokens[i]):
-            closing = tokens[i].endswith(")")
-            i += 1
-            if closing:
-                break
-    return out if out and not words else None
-
-
-def _pairs(text: str) -> tuple[dict[str, tuple[float, bool]], bool]:
-    """{name: (value, explicit)} for the `key: value`, `key=value` and `key value` pairs of a line, and
-    whether the pairs are all the line holds.  explicit is False for `key value` and `key = value`,
-    which code and prose also produce."""
-    out: dict[str, tuple[float, bool]] = {}
-    whole = True
-    for field_text in _FIELDS.split(text):
-        field_text = field_text.strip().strip("[](){}").strip(" :")
-        if not field_text:
-            continue
-        eq = _EQ_PAIR.findall(field_text) if "=" in field_text else []
-        if eq:
-            for key, before, after, raw in eq:
-                value = _number(raw)
-                if value is not None:
-                    out[key] = (value, not before and not after)
-                whole &= value is not None
-            whole &= not _EQ_PAIR.sub("", field_text).strip()
-            continue
-        stream = _stream_pairs(field_text)
-        if stream:
-            out.update(stream)
-        else:
-            whole = False
-    return out, whole
-
-
-def _names_a_metric(text: str) -> bool:
-    return any(map(is_metric_key, re.findall(r"[A-Za-z][A-Za-z_/]*", text)))
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"[\s\-]+", "_", name.strip()).lower()
-
-
-def _parse_line(number: int, segment: str) -> tuple[_Line | None, bool]:
-    """One line read from scratch: its pairs (None when it has none) and whether it had a step counter
-    and named a metric but gave no readable metric value."""
-    body = _console.strip_prefix(segment)
-    counter = _counter(body)
-    rest = body
-    for start, end in sorted(set(counter.spans), reverse=True):
-        rest = rest[:start] + " | " + rest[end:]
-    try:
-        printed, explicit = _pairs(rest)
-    except (ValueError, OverflowError):
-        printed, explicit = {}, False
-    pairs, names = {}, {}
-    for name, (value, written) in printed.items():
-        key = _snake(name)
-        if key not in _COUNTER_KEYS:
-            pairs[key], names[key] = value, name
-            explicit &= written
-    line = _Line(number, counter, pairs, names, explicit) if pairs else None
-    # `step 10 ... lr=[0.0003]`, `loss: tensor(2.5, ...)`
-    unreadable = counter.step is not None and not any(map(is_metric_key, pairs)) and _names_a_metric(rest)
-    return line, unreadable
 
 
 @functools.lru_cache(maxsize=1)
-def _parse(text: str) -> tuple[list[_Line], list[int]]:
-    """Every line with readable pairs, and the numbers of lines that had a step counter and named a
-    metric but gave no readable metric value.  A loop prints the same few templates over and over, so
-    each template's first lines are read from scratch and the rest by where its numbers sit
-    (_Templates).  Kept for the next call: a file is sniffed (its head, often the whole file) before it
-    is read, and the result is never changed by its users."""
-    lines, unreadable = [], []
-    templates = _Templates()
-    for number, segment in _console.segments(text):
-        if len(segment) > _MAX_LINE:
-            continue                          # a sample dump or a config echo: no record
-        line, no_value = templates.read(number, segment)
-        if line is not None:
-            lines.append(line)
-        if no_value:
-            unreadable.append(number)
-    return lines, unreadable
+def _parse(text: str):
+    """The text's lines as read_lines reads them, kept for the next call: a file is sniffed (its head,
+    often the whole file) before it is read, and the result is never changed by its users."""
+    return read_lines(text)
 
 
-# a number where a line's template has a slot: not inside a name (`top5_acc`, `math500`), signed, with a
-# fraction and an exponent; a thousands comma splits it in two, which no plan maps (read from scratch).
-# The lookahead names the characters a number starts with, which lets the regex engine skip the others
-# before it tries the lookbehind (a fifth less time per line; the same matches)
-_SLOT = re.compile(r"(?=[-+.\d])(?<![\w.])([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
-_DIGIT = re.compile(r"\d")
-_SLOW = "slow"                    # a template whose lines are always read from scratch
-_VERIFY_EVERY = 256               # a planned template's lines are also read from scratch this often
-_TRIES = 3                        # pairs of lines a template's plan is looked for in before it is read slowly
-
-
-@dataclass
-class _Plan:
-    """Where a template's numbers go: each counter field and pair value as the index of a slot (or, for a
-    value no slot holds - nan, inf - a constant), and what is the same on every line of it."""
-
-    counter: dict[str, int]                          # step / total / outer / epoch_only -> slot
-    constants: dict[str, object]                     # kind, outer_kind (and None fields)
-    values: list[tuple[str, int | float]]           # (key, slot) or (key, constant), in printed order
-    printed: dict[str, str]
-    explicit: bool
-    unreadable: bool
-    empty: bool                                      # the template's lines hold no pairs
-    seen: int = 0
-    # _Counter's positional arguments with the constants in place, and where each counter slot goes
-    counter_args: list = field(init=False)
-    counter_slots: tuple[tuple[int, int], ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.counter_args = [self.constants.get(name) for name in _COUNTER_FIELDS]
-        self.counter_slots = tuple((_COUNTER_FIELDS.index(name), slot) for name, slot in self.counter.items())
-
-
-class _Templates:
-    """Lines read by template: a line's numbers are cut out (_SLOT), the rest is its template.  The first
-    two lines of a template are read from scratch; where every number the reading found sits in one slot
-    on both, later lines take their numbers from those slots, and every _VERIFY_EVERY-th is read from
-    scratch again and compared.  A template whose numbers cannot be placed, or whose check fails, is
-    read from scratch for the rest of the file: the plan only ever saves time, never changes a reading."""
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[str, ...], object] = {}
-
-    def read(self, number: int, segment: str) -> tuple[_Line | None, bool]:
-        parts = _SLOT.split(segment)
-        if len(parts) == 1:
-            if not _DIGIT.search(segment):
-                return None, False            # prose: no record
-            return _parse_line(number, segment)
-        key = tuple(parts[0::2])
-        slots = parts[1::2]
-        state = self._known.get(key)
-        if state is _SLOW:
-            return _parse_line(number, segment)
-        if isinstance(state, _Plan):
-            state.seen += 1
-            if state.seen % _VERIFY_EVERY:
-                planned = _apply(state, number, slots)
-                return planned if planned is not None else _parse_line(number, segment)
-            done = _parse_line(number, segment)
-            planned = _apply(state, number, slots)
-            if planned is not None and not _same(done, planned):
-                self._known[key] = _SLOW
-            return done
-        done = _parse_line(number, segment)
-        if state is None:
-            self._known[key] = (done, slots, 0)       # the first line: wait for a second
-        else:
-            first, first_slots, tries = state
-            plan = _plan(first, first_slots, done, slots)
-            if plan is not None:
-                self._known[key] = plan
-            else:                                     # two values that happened to be equal: try the next
-                self._known[key] = (done, slots, tries + 1) if tries < _TRIES else _SLOW
-        return done
-
-
-def _plan(first: tuple[_Line | None, bool], first_slots: list[str],
-          second: tuple[_Line | None, bool], second_slots: list[str]) -> _Plan | None:
-    """The plan two lines of one template agree on, or None where a number has no single slot."""
-    (line1, bad1), (line2, bad2) = first, second
-    if bad1 != bad2 or (line1 is None) != (line2 is None):
-        return None
-    if line1 is None:
-        return _Plan({}, {}, [], {}, False, bad1, True)
-    c1, c2 = line1.counter, line2.counter
-    if any(_SLOT.search(name) for name in line1.printed.values()):
-        return None                                     # a number inside a name: names would move with it
-    if (c1.kind, c1.outer_kind, line1.explicit, list(line1.pairs), line1.printed) != \
-            (c2.kind, c2.outer_kind, line2.explicit, list(line2.pairs), line2.printed):
-        return None
-    counter, constants = {}, {"kind": c1.kind, "outer_kind": c1.outer_kind}
-    for name in ("step", "total", "outer", "epoch_only"):
-        v1, v2 = getattr(c1, name), getattr(c2, name)
-        if v1 is None or v2 is None:
-            if v1 is not None or v2 is not None:
-                return None
-            constants[name] = None
-            continue
-        slot = _one_slot(first_slots, second_slots, v1, v2, _slot_int)
-        if slot is None:
-            return None
-        counter[name] = slot
-    values: list[tuple[str, int | float]] = []
-    for name, v1 in line1.pairs.items():
-        v2 = line2.pairs[name]
-        if v1 != v1 or abs(v1) == float("inf"):                  # nan, inf: written, not a slot
-            if not (v2 != v2 and v1 != v1) and v2 != v1:
-                return None
-            # the line's own value: read from scratch a nan is always math.nan (_common.number), so a
-            # step's nan from a planned line and from a line read from scratch are one value in
-            # _micro_steps' set() of the step's values, as they are when no line is planned
-            values.append((name, v1))
-            continue
-        slot = _one_slot(first_slots, second_slots, v1, v2, _common.number)
-        if slot is None:
-            return None
-        values.append((name, slot))
-    return _Plan(counter, constants, values, line1.printed, line1.explicit, bad1, False)
-
-
-def _slot_int(text: str) -> int | None:
-    return int(text) if text.isdigit() else None
-
-
-def _one_slot(first: list[str], second: list[str], v1, v2, read) -> int | None:
-    hits = [i for i, (a, b) in enumerate(zip(first, second)) if read(a) == v1 and read(b) == v2]
-    return hits[0] if len(hits) == 1 else None
-
-
-def _apply(plan: _Plan, number: int, slots: list[str]) -> tuple[_Line | None, bool] | None:
-    """The line as the plan reads it; None where a counter's slot holds no counter this time (`1.5`, a
-    sign, more digits than a counter has): that line is read from scratch."""
-    if plan.empty:
-        return None, plan.unreadable
-    args = plan.counter_args.copy()
-    for index, slot in plan.counter_slots:
-        text = slots[slot]
-        if not (text.isdigit() and len(text) <= 12):
-            return None
-        args[index] = int(text)
-    counter = _Counter(*args)
-    # a slot is a plain decimal number, which float() reads as _common.number would
-    pairs = {name: float(slots[where]) if type(where) is int else where for name, where in plan.values}
-    # the plan's printed names are shared: no user of a line changes them
-    return _Line(number, counter, pairs, plan.printed, plan.explicit), plan.unreadable
-
-
-def _same(a: tuple[_Line | None, bool], b: tuple[_Line | None, bool]) -> bool:
-    (la, ua), (lb, ub) = a, b
-    if ua != ub or (la is None) != (lb is None):
-        return False
-    if la is None:
-        return True
-    fields = ("step", "total", "outer", "outer_kind", "epoch_only", "kind")
-    return (all(getattr(la.counter, f) == getattr(lb.counter, f) for f in fields)
-            and la.printed == lb.printed and la.explicit == lb.explicit and list(la.pairs) == list(lb.pairs)
-            and all(x == y or (x != x and y != y) for x, y in zip(la.pairs.values(), lb.pairs.values())))
-
-
-def _stepped(lines: list[_Line]) -> list[_Line]:
+def _stepped(lines: list[Line]) -> list[Line]:
     return [ln for ln in lines if ln.counter.step is not None and any(map(is_metric_key, ln.pairs))]
 
 
-def _epoch_lines(lines: list[_Line]) -> list[_Line]:
+def _epoch_lines(lines: list[Line]) -> list[Line]:
     return [ln for ln in lines if ln.counter.step is None and ln.counter.epoch_only is not None
             and any(map(is_metric_key, ln.pairs))]
 
 
-def _stepless_shapes(lines: list[_Line], minimum: int) -> set[tuple[str, ...]]:
+def _stepless_shapes(lines: list[Line], minimum: int) -> set[tuple[str, ...]]:
     """Key sets repeated at least `minimum` times on lines without a counter that hold nothing but
     `key: value` pairs (`return 0.5` and `lr = 1e-3` are code, not records), with a metric among the keys."""
     shapes = Counter(tuple(sorted(ln.pairs)) for ln in lines if ln.counter.step is None
@@ -449,7 +82,7 @@ def sniff(text: str) -> bool:
             or bool(_stepless_shapes(lines, _MIN_RECORDS)))
 
 
-def _continued(stepped: list[_Line]) -> tuple[list[int], str | None]:
+def _continued(stepped: list[Line]) -> tuple[list[int], str | None]:
     """Global steps for step-counted lines: as printed, unless the counter restarts when the outer
     (epoch) counter moves on; then it is continued across epochs."""
     outer, raw = [], []
@@ -478,7 +111,7 @@ def _continued(stepped: list[_Line]) -> tuple[list[int], str | None]:
     return steps, "the per-epoch step restarts each epoch: continued after the last step printed in the epoch before"
 
 
-def _counter_resets(stepped: list[_Line], steps: list[int], text: str) -> tuple[list[int], str | None]:
+def _counter_resets(stepped: list[Line], steps: list[int], text: str) -> tuple[list[int], str | None]:
     """Steps with a counter that starts over continued, where nothing says the run restarted.  A restart
     needs a step that goes back and a sign of one between the two lines (a resumed-from or checkpoint-load
     line, the log's first line printed again: a new header) or a step that goes back to the middle of what
@@ -504,7 +137,7 @@ def _counter_resets(stepped: list[_Line], steps: list[int], text: str) -> tuple[
                  "checkpoint line, no header printed again): continued after the last step before it")
 
 
-def _points_stepped(lines: list[_Line], stepped: list[_Line], text: str) -> tuple[list[tuple[int, _Line]], str | None]:
+def _points_stepped(lines: list[Line], stepped: list[Line], text: str) -> tuple[list[tuple[int, Line]], str | None]:
     """(step, line) for step-counted lines, plus recurring metric lines without a step that report keys
     the step lines do not (`Average Reward: ...` printed once per step).  Those belong to the step line
     after them when the first of them comes before any step line (printed while the step runs), else
@@ -537,7 +170,7 @@ def _points_stepped(lines: list[_Line], stepped: list[_Line], text: str) -> tupl
     return out, how
 
 
-def _points_counted(lines: list[_Line]) -> list[tuple[int, _Line]]:
+def _points_counted(lines: list[Line]) -> list[tuple[int, Line]]:
     shapes = _stepless_shapes(lines, 2)
     seen: Counter = Counter()
     out = []
@@ -549,7 +182,7 @@ def _points_counted(lines: list[_Line]) -> list[tuple[int, _Line]]:
     return out
 
 
-def _iterations_over_steps(stepped: list[_Line]) -> str | None:
+def _iterations_over_steps(stepped: list[Line]) -> str | None:
     """Lines that print `iter N step M` whose step stays put over several lines while the iteration
     increases (lit-gpt: M counts optimizer steps, N micro-batches) are counted by the iteration: their
     step becomes N (lit-gpt prints its validation as `step {iter_num}: val loss`, on that axis too).
@@ -570,7 +203,7 @@ def _iterations_over_steps(stepped: list[_Line]) -> str | None:
             "micro-batches, a gradient accumulation): step = the iteration")
 
 
-def _micro_steps(chosen: list[tuple[int, _Line]]) -> tuple[list[tuple[int, _Line]], str | None]:
+def _micro_steps(chosen: list[tuple[int, Line]]) -> tuple[list[tuple[int, Line]], str | None]:
     """A step printed on several lines with the same keys and other values, the step never going back:
     micro-batches of one update (a step counter that repeats in runs over a gradient accumulation), not a
     restart.  Their values are averaged per step; a note says so.  Otherwise the points as they are."""
@@ -590,9 +223,9 @@ def _micro_steps(chosen: list[tuple[int, _Line]]) -> tuple[list[tuple[int, _Line
     k, steps_with_k = runs.most_common(1)[0]
     if k < 2 or steps_with_k < 0.8 * len(seen):
         return chosen, None
-    merged: dict[int, _Line] = {}
+    merged: dict[int, Line] = {}
     for step, ln in chosen:
-        merged.setdefault(step, _Line(ln.number, ln.counter, {}, {}, ln.explicit))
+        merged.setdefault(step, Line(ln.number, ln.counter, {}, {}, ln.explicit))
         merged[step].printed.update(ln.printed)
     for (step, key), values in seen.items():
         merged[step].pairs[key] = sum(values) / len(values)
@@ -601,7 +234,7 @@ def _micro_steps(chosen: list[tuple[int, _Line]]) -> tuple[list[tuple[int, _Line
         "update): their values are averaged per step")
 
 
-def _repeats_a_key(chosen: list[tuple[int, _Line]]) -> bool:
+def _repeats_a_key(chosen: list[tuple[int, Line]]) -> bool:
     """Some step's lines (adjacent: the steps never go back) write one key twice.  Most logs print each
     step once, so only the lines that repeat the step before them are looked at."""
     keys: set[str] = set()
@@ -643,7 +276,7 @@ def read(path: str, text: str) -> Run:
     return points.to_run(path, framework=None, fmt=FORMAT, notes=notes, meta=meta, series=series)
 
 
-def _points(chosen: list[tuple[int, _Line]], keep: set[str]) -> tuple[Points, dict, dict[str, str]]:
+def _points(chosen: list[tuple[int, Line]], keep: set[str]) -> tuple[Points, dict, dict[str, str]]:
     """The kept keys' points of the chosen lines, as Series built a column at a time (a Points.add per
     value costs more than the rest of the read), and each key's printed name.  A step past the step
     range is left to Points, which counts it for its note in write order over all keys."""

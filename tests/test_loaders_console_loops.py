@@ -424,7 +424,8 @@ def test_lines_read_by_their_template_read_as_they_do_from_scratch():
                   f"[GRAD-DBG] it={i} micro={i % 4}/4 loss={rnd.random():.4f} grad_l2={rnd.random():.3e}",
                   f"step {i if i % 37 else f'{i}.5'}: reward {rnd.random():.3f}"]     # now and then no counter
     text = "\n".join(lines) + "\n"
-    by_template, _ = _loop_templates.read_lines(text)
+    table, _ = _loop_templates.read_lines(text)
+    by_template = [table.line(row) for row in range(len(table))]
     from_scratch = [line for line, _ in (_loop_line.parse_line(n, s) for n, s in _console.segments(text))
                     if line is not None]
     assert len(by_template) == len(from_scratch) > 2000

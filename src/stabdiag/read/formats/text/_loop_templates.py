@@ -9,26 +9,27 @@ from dataclasses import dataclass, field
 from .. import _common
 from . import _console
 from ._loop_line import COUNTER_FIELDS, Line, StepCounter, parse_line
+from ._loop_table import LinesBuilder, LoopLines
 
 _MAX_LINE = 4000                 # longer lines are config echoes and sample dumps, not records
 
 
-def read_lines(text: str) -> tuple[list[Line], list[int]]:
+def read_lines(text: str) -> tuple[LoopLines, list[int]]:
     """Every line with readable pairs, and the numbers of lines that had a step counter and named a
     metric but gave no readable metric value.  A loop prints the same few templates over and over, so
     each template's first lines are read from scratch and the rest by where its numbers sit
     (_Templates)."""
-    lines, unreadable = [], []
+    lines, unreadable = LinesBuilder(), []
     templates = _Templates()
-    for number, segment in _console.segments(text):
+    for order, (number, segment) in enumerate(_console.segments(text)):
         if len(segment) > _MAX_LINE:
             continue                          # a sample dump or a config echo: no record
         line, no_value = templates.read(number, segment)
         if line is not None:
-            lines.append(line)
+            lines.add_line(order, line)
         if no_value:
             unreadable.append(number)
-    return lines, unreadable
+    return lines.build(), unreadable
 
 
 # a number where a line's template has a slot: not inside a name (`top5_acc`, `math500`), signed, with a

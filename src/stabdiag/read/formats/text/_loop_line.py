@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from .. import _common
 from . import _console
@@ -32,7 +32,7 @@ _METRIC_PARTS = ("loss", "reward", "return", "entropy", "accura", "correct", "pe
 _METRIC_WORDS = {"kl", "lr", "acc", "ppl", "mfu"}
 
 
-@dataclass(slots=True)                   # slots: a planned line's objects are built at half the cost
+@dataclass(slots=True)
 class StepCounter:
     """What a line says about its step: the counter used, its total, and an outer (epoch) counter."""
 
@@ -43,10 +43,6 @@ class StepCounter:
     epoch_only: int | None = None
     kind: str = ""
     spans: list[tuple[int, int]] = field(default_factory=list)
-
-
-# StepCounter's fields in its constructor's order, but the spans each line finds for itself
-COUNTER_FIELDS = tuple(f.name for f in fields(StepCounter) if f.name != "spans")
 
 
 @dataclass(slots=True)

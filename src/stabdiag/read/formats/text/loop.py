@@ -103,7 +103,8 @@ def sniff(text: str) -> bool:
 
 
 def _ints(values: list[int]) -> np.ndarray:
-    """Steps worked out in Python ints, as int64 unless one passes its range (then left out by _points)."""
+    """Steps worked out in Python ints, as int64 unless one passes its range: then as Python ints, which
+    _points leaves out or hands to Points (a step past the step range is counted in a note)."""
     try:
         return np.array(values, np.int64)
     except OverflowError:
@@ -179,10 +180,11 @@ def _points_stepped(lines: LoopLines, stepped: np.ndarray, text: str) -> tuple[_
     steps, reset = _counter_resets(lines.number[rows], steps, text)
     how = "; ".join(h for h in (how, reset) if h) or None
     extra = _stepless_shapes(lines, 2)
-    stepped_keys = {k for s in np.unique(lines.shape[rows]) for k in lines.shapes[s].keys} if extra else set()
-    rides = np.array([s.sorted_keys in extra and stepped_keys.isdisjoint(s.keys) for s in lines.shapes], bool)
-    riders = np.flatnonzero(~stepped & rides[lines.shape]) if extra else rows[:0]
-    if not len(riders):                       # no line rides on a step line: the step lines, in order
+    if extra:
+        stepped_keys = {k for s in np.unique(lines.shape[rows]) for k in lines.shapes[s].keys}
+        rides = np.array([s.sorted_keys in extra and stepped_keys.isdisjoint(s.keys) for s in lines.shapes], bool)
+        riders = np.flatnonzero(~stepped & rides[lines.shape])
+    if not extra or not len(riders):          # no line rides on a step line: the step lines, in order
         return _Chosen(lines, rows, steps), how
     forward = riders[0] < rows[0]
     if forward:
@@ -204,9 +206,9 @@ def _points_counted(lines: LoopLines) -> _Chosen:
     record_of = {keys: i for i, keys in enumerate(shapes)}
     record = np.array([record_of.get(s.sorted_keys, -1) for s in lines.shapes] or [-1], np.int64)[lines.shape]
     rows = np.flatnonzero((lines.step == NONE) & (lines.epoch_only == NONE) & (record >= 0))
-    kinds = record[rows]
-    order = np.argsort(kinds, kind="stable")
-    ranked = np.arange(len(rows)) - np.searchsorted(kinds[order], kinds[order])     # place within its key set
+    records = record[rows]
+    order = np.argsort(records, kind="stable")
+    ranked = np.arange(len(rows)) - np.searchsorted(records[order], records[order])   # place within its key set
     count = np.empty(len(rows), np.int64)
     count[order] = ranked + 1
     return _Chosen(lines, rows, count)
@@ -245,7 +247,7 @@ def _micro_steps(chosen: _Chosen) -> tuple[_Chosen, str | None]:
     names = lines.printed_names(pair)
     for i, key, value in zip(at.tolist(), lines.pair_key[pair].tolist(), lines.pair_value[pair].tolist()):
         seen.setdefault((step_of[i], lines.keys[key]), []).append(value)
-    repeated = [v for v in seen.values() if len(v) > 1 and len({"nan" if x != x else x for x in v}) > 1]
+    repeated = [v for v in seen.values() if len(v) > 1 and _differ(v)]
     if not repeated:
         return chosen, None
     # an accumulation prints every step the same number of times; a key written twice at a few steps only
@@ -269,6 +271,12 @@ def _micro_steps(chosen: _Chosen) -> tuple[_Chosen, str | None]:
     return _Chosen(builder.build(), np.arange(len(merged)), _ints(sorted(merged))), (
         f"each step is printed on {k} lines with other values and never goes back (micro-batches of one "
         "update): their values are averaged per step")
+
+
+def _differ(values: list[float]) -> bool:
+    """Two of the values differ; nan is equal to nan, as every nan read (one object, math.nan) is in a
+    set of the values read."""
+    return len({"nan" if value != value else value for value in values}) > 1
 
 
 def _repeats_a_key(chosen: _Chosen) -> bool:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import stabdiag
 from stabdiag.read.formats import loader_for
 from stabdiag.read.formats import text as textlog
-from stabdiag.read.formats.text import loop
+from stabdiag.read.formats.text import _console, _loop_line, _loop_templates, loop
 from stabdiag.signals.resolve import resolve
 
 # "GRPO from scratch" notebook, its training cell's output: "Average Reward" is printed while a step
@@ -396,11 +397,11 @@ def test_a_loop_console_is_parsed_once_from_sniff_to_read(tmp_path, monkeypatch)
     path = tmp_path / "train.log"
     path.write_text("".join(f"Step {i}/40 | loss: {2 - i / 40:.3f} | reward: {i / 40:.3f}\n" for i in range(1, 41)))
     parsed = []
-    real_read = loop._Templates.read
-    monkeypatch.setattr(loop._Templates, "read", lambda self, n, s: parsed.append(n) or real_read(self, n, s))
+    real_read = loop.read_lines
+    monkeypatch.setattr(loop, "read_lines", lambda text: parsed.append(text) or real_read(text))
     run = stabdiag.load(str(path))[0]
     assert run.series["loss"].steps.tolist() == list(range(1, 41))
-    assert parsed == list(range(1, 41))
+    assert parsed == [path.read_text()]
     assert loop._parse.cache_info().currsize == 0
 
 
@@ -423,10 +424,88 @@ def test_lines_read_by_their_template_read_as_they_do_from_scratch():
                   f"sample {i % 7}abc reward {rnd.random():.3f} acc{i % 2} {rnd.random():.2f}",
                   f"[GRAD-DBG] it={i} micro={i % 4}/4 loss={rnd.random():.4f} grad_l2={rnd.random():.3e}",
                   f"step {i if i % 37 else f'{i}.5'}: reward {rnd.random():.3f}"]     # now and then no counter
-    text = "\n".join(lines) + "\n"
-    by_template, _ = loop._parse(text)
-    loop._parse.cache_clear()
-    from_scratch = [line for line, _ in (loop._parse_line(n, s) for n, s in loop._console.segments(text))
-                    if line is not None]
+    by_template, from_scratch = _read_by_template_and_from_scratch("\n".join(lines) + "\n")
     assert len(by_template) == len(from_scratch) > 2000
-    assert all(loop._same((a, False), (b, False)) for a, b in zip(by_template, from_scratch))
+    assert all(_loop_templates._same((a, False), (b, False)) for a, b in zip(by_template, from_scratch))
+
+
+def _read_by_template_and_from_scratch(text: str) -> tuple[list, list]:
+    table, _ = _loop_templates.read_lines(text)
+    by_template = [table.line(row) for row in range(len(table))]
+    read = [(n, s) for n, s in _console.segments(text) if len(s) <= _loop_templates._MAX_LINE]   # no dumps
+    from_scratch = [line for line, _ in (_loop_line.parse_line(n, s) for n, s in read) if line is not None]
+    return by_template, from_scratch
+
+
+def _number_in_some_form(rnd) -> str:
+    """A number as a loop may print it: fixed or exponent notation, signed, a leading or trailing dot,
+    leading zeros, more digits than float64 holds (now and then enough to make the line a dump, past
+    4000 characters), a power of ten past 10**22, a non-ASCII digit."""
+    value = rnd.uniform(-1, 1) * 10 ** rnd.randint(-30, 30)
+    return rnd.choice([f"{value:.4f}", f"{abs(value):.{rnd.randint(0, 20)}f}", f"{value:.{rnd.randint(0, 17)}e}",
+                       f"{value:.17g}", f"{value:E}", f"+{abs(value):.3g}", f".{rnd.randint(0, 10 ** 9)}",
+                       f"-.{rnd.randint(0, 99)}", f"{rnd.randint(0, 999)}.", f"000{rnd.randint(0, 99)}",
+                       str(rnd.randint(0, 10 ** rnd.randint(1, 25))), f"{rnd.randint(1, 9)}e-{rnd.randint(20, 330)}",
+                       "-0", "-0.0e0", "nan", "inf", "\u0663.\u0665", "7" * rnd.choice([30, 4100])])
+
+
+def test_numbers_taken_from_their_slots_read_as_from_scratch_whatever_their_form():
+    """A template's later lines take their numbers from its slots a skeleton at a time (_digit_runs: lines
+    alike but for their digits, read with numpy over the bytes), the rest of them one at a time.  Whatever
+    form a number is printed in, padded or not, in an ASCII line or not, with a counter's place holding
+    no counter now and then (13 digits, a fraction), each line reads as it does from scratch.  (A plan
+    is learnt from a template's first lines, which print their counters as counters: a template whose
+    first lines hold a fraction where its counter goes is read as printing none until a check, every
+    256th line, finds otherwise.)"""
+    import random
+
+    rnd = random.Random(11)
+    lines = []
+    for i in range(900):
+        odd = rnd.random() < 0.3                           # the plain form most of the time, as a loop prints
+        number = (lambda: _number_in_some_form(rnd)) if odd else (lambda: f"{rnd.uniform(0, 5):.4f}")
+        odd_step = i > 10 and not odd and rnd.random() < 0.2
+        step = rnd.choice([f"{i}.5", str(10 ** 12 + i), f"00{i}"]) if odd_step else str(i)
+        lines += [f"Step {step}/900 | loss: {number()} | reward: {number()}",
+                  f"iter {i} step {step}: loss {number()}, iter time: {number()}ms",
+                  f"  Epoch: [{i // 100}]  [{step}/100]  lr: {number()}  grad_norm: {number()} ({number()})\t",
+                  f"step {step} | lōss: {number()} | kl: {number()}"]
+    by_template, from_scratch = _read_by_template_and_from_scratch("\n".join(lines) + "\n")
+    assert len(by_template) == len(from_scratch) > 3000
+    assert all(_loop_templates._same((a, False), (b, False)) for a, b in zip(by_template, from_scratch))
+
+
+def test_digit_runs_read_a_number_as_float_and_int_do():
+    """The numbers of a skeleton's lines are rebuilt from their digits: float() of the number's text to
+    the last bit (a mantissa of 15 digits and a power of ten up to 22 by one multiply or divide, any
+    other by float()), and a counter as int() where it is at most 12 digits."""
+    import random
+
+    from stabdiag.read.formats.text import _digit_runs
+
+    rnd = random.Random(3)
+    numbers = [t for t in (_number_in_some_form(rnd) for _ in range(5000)) if t.isascii() and t[0] not in "ni"]
+    counters = [str(rnd.randint(0, 10 ** rnd.randint(1, 14))) for _ in numbers]
+    lines = [f"value {number} at {counter}" for number, counter in zip(numbers, counters)]
+    runs = _digit_runs.Runs.of("\n".join(lines))
+    floats, read_counters = np.empty(len(lines)), [None] * len(lines)
+    for members in runs.members:
+        first = lines[members[0]]
+        spans = [found.span() for found in _loop_templates._SLOT.finditer(first)]
+        value_slot, counter_slot = runs.slot_forms(int(members[0]), 0, first, spans)
+        floats[members] = runs.floats(members, value_slot)
+        for row, value, read in zip(members.tolist(), *runs.counters(members, counter_slot)):
+            read_counters[row] = int(value) if read else None
+    assert floats.view(np.int64).tolist() == np.array([float(n) for n in numbers]).view(np.int64).tolist()
+    assert read_counters == [int(c) if len(c) <= 12 else None for c in counters]
+
+
+def test_a_line_printed_twice_with_nan_is_no_micro_batch(tmp_path):
+    """Two ranks print every step's line.  A nan is the same value on both copies whether a copy was read
+    by its template or from scratch (every 256th line is), so the copies are repeats, not micro-batches
+    whose values differ (before: read as micro-batches once the log passed 256 lines)."""
+    text = "".join(f"step {i} | loss: nan | kl: 0.{i % 7}\n" * 2 for i in range(1, 301))
+    run = _load(tmp_path, text)
+    assert not any("micro-batches" in n for n in run.notes)
+    assert run.series["kl"].steps.tolist() == list(range(1, 301))
+    assert math.isnan(run.series["loss"].values[-1])

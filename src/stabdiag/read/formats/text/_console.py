@@ -46,10 +46,25 @@ def _cut_bars(segment: str) -> str:
     return _BAR.sub(" ", segment)
 
 
+def _plain(text: str) -> bool:
+    """Nothing to undo (most logs written to a file): each line is one piece once stripped."""
+    return "\r" not in text and "%|" not in text and "\x1b" not in text and "^M" not in text
+
+
+def segment_lines(text: str) -> tuple[str, list[int] | None]:
+    """The segments as the lines of one text, for a reader that takes all lines at once, and each one's
+    line number; for a plain text the text itself and None: its lines are its segments once stripped,
+    blank ones left out."""
+    if _plain(text):
+        return text, None
+    pieces = segments(text)
+    return "\n".join(piece for _, piece in pieces), [number for number, _ in pieces]
+
+
 def segments(text: str) -> list[tuple[int, str]]:
     """(line number, text) for every piece of the console between newlines and carriage returns, with
     ANSI escapes and progress bars removed and surrounding blanks stripped; empty pieces are dropped."""
-    if "\r" not in text and "%|" not in text and "\x1b" not in text and "^M" not in text:
+    if _plain(text):
         # nothing to undo (most logs written to a file): each line is one piece, found at C speed
         stripped = [(number, line.strip()) for number, line in enumerate(text.split("\n"), start=1)]
         return [item for item in stripped if item[1]]

@@ -14,8 +14,9 @@ over when the curve is back within half the bar.  Whether it is sure is one thre
 the interval clears 0 and the estimate clears the bar, clean when the interval's upper end is under it,
 else too noisy to tell.  A departure that lasts to the log's end (or to a NaN, where the run is cut) did
 not recover: its size is the mean of its points, with a standard error from each side's own noise.  One
-that recovered held a level for a stretch: its size is the mean of its highest stretch of points, under
-the noise the curve had shown before it.
+that recovered held a level for a stretch: where its bar is the declared size (not the noise's multiple),
+its size is the mean of the stretch it held over the bar, under the noise the curve had shown before it
+(_held_reading).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ def invoke(*args, env=None):
 
 
 @pytest.mark.parametrize("command", [["check"], ["plot"], ["signals"], ["rules", "explain"], ["rules", "list"],
-                                     ["schema"], ["methods", "explain"], ["samples"]])
+                                     ["rules", "budget"], ["schema"], ["methods", "explain"], ["samples"]])
 def test_help_shows_words_not_python_types_and_h_is_help(command):
     long = invoke(*command, "--help", env={"COLUMNS": "160"})
     short = invoke(*command, "-h", env={"COLUMNS": "160"})

@@ -1,9 +1,10 @@
-"""`stabdiag rules list` and `stabdiag rules explain ID`: the rules, from stabdiag.judge.rules."""
+"""`stabdiag rules list`, `stabdiag rules explain ID` and `stabdiag rules budget`: the rules, from
+stabdiag.judge.rules, and the split of the verdict's false-alarm budget among them (stabdiag.judge.budget)."""
 
 # No `from __future__ import annotations`: typer reads the annotations at each start (see _typer.py).
 import typer
 
-from ._guard import choice, guarded, say
+from ._guard import Exit, choice, guarded, say
 from ._typer import HELP, Command, Group
 
 app = typer.Typer(add_completion=False, cls=Group, context_settings=HELP, invoke_without_command=True,
@@ -67,5 +68,41 @@ def rules_explain(rule_id: str = typer.Argument(..., help="Rule id, alias or pre
             print(json.dumps([r.to_dict() for r in picked], indent=2))
         else:
             print("\n\n".join(r.explain() for r in picked))
+
+    guarded(body)
+
+
+@app.command("budget", cls=Command)
+def rules_budget(format: str = typer.Option("text", "--format", "-f", help="text or json."),
+                 rules_dir: list[str] = typer.Option([], "--rules", help="Extra directory of rule files.")) -> None:
+    """The verdict's false-alarm budget split among the rules (weighted Bonferroni); exit 1 if overspent."""
+    def body() -> None:
+        import json
+
+        from ..judge.budget import FAIL_BUDGET, FINDING_BUDGET, allocate
+        from ..judge.rules import load_rules
+
+        fmt = choice("--format", format, ("text", "json"))
+        plan = allocate(load_rules(rules_dir))
+        over = plan.over()
+        if fmt == "json":
+            print(json.dumps({"fail_budget": FAIL_BUDGET, "finding_budget": FINDING_BUDGET,
+                              "fail_spent": plan.fail_spent, "finding_spent": plan.finding_spent,
+                              "shares": [{"rule": s.rule, "budget": s.budget, "param": s.param, "value": s.value,
+                                          "chance": s.chance} for s in plan.shares],
+                              "level_rules": list(plan.unclaimed), "over": over}, indent=2))
+        else:
+            width = max(len(s.rule) for s in plan.shares)
+            for s in plan.shares:
+                print(f"{s.rule:<{width}}  {s.budget:<7}  {f'{s.param} {s.value:g}':<16}  {s.chance:>7.3%}")
+            print(f"fail rules spend {plan.fail_spent:.3%} of the {FAIL_BUDGET:.0%} fail budget; all rules "
+                  f"{plan.finding_spent:.3%} of the {FINDING_BUDGET:.0%} budget for any finding (weighted "
+                  f"Bonferroni: the run's chance of a false finding is at most the sum)")
+            print(f"{len(plan.unclaimed)} level rules make no sureness claim (their rates are measured: "
+                  f"bench/calibrate.py): {', '.join(plan.unclaimed)}")
+        for said in over:
+            say(f"error: over budget: {said}")
+        if over:
+            raise Exit(1)
 
     guarded(body)

@@ -16,6 +16,7 @@ from pathlib import Path
 from .. import _toml
 from ..errors import RuleError
 from ..signals.resolve import AliasTable, default_alias_table
+from .budget import describe, share_of
 from .detectors import DETECTORS, DetectorSpec
 
 LAYER_NAMES = {1: "data & reward", 2: "policy change", 3: "numeric update", 4: "training system"}
@@ -120,7 +121,16 @@ class Rule:
         ]
         if self.false_alarms():
             lines.insert(5, f"False alarms     {self.false_alarms()}")
+        lines.insert(5, f"Budget share     {self.budget_share()}")
         return "\n".join(lines)
+
+    def budget_share(self) -> str:
+        """The share of the verdict's false-alarm budget this rule's sureness declares (judge/budget.py), or
+        that it makes no sureness claim (a level rule, whose rate is measured only)."""
+        share = share_of(self.id, self.severity, self.params)
+        if share is None:
+            return "none declared: a level rule, no sureness claim (its rate is measured: bench/calibrate.py)"
+        return describe(share)
 
     def false_alarms(self) -> str:
         """For an event rule with a per-run false-alarm budget (`run_alpha`, issue 43 item 5): the false alarms it
@@ -143,6 +153,7 @@ class Rule:
                 "why": " ".join(self.why.split()), "check_first": list(self.check_first),
                 "example": {"fires": self.example_fires, "quiet": self.example_quiet},
                 "known_limits": self.known_limits, "false_alarms": self.false_alarms(),
+                "budget_share": self.budget_share(),
                 "references": list(self.references),
                 "aliases": list(self.aliases)}
 

@@ -120,15 +120,15 @@ def _noise_readings(steps: np.ndarray, values: np.ndarray, first: tuple[int, int
     After the start: the point the drop is measured from is left out of the noise it is measured against (a
     prediction of one new point; Student's t at the rest's degrees of freedom), so that a collapse between
     the first two evals is not read as the eval's own scatter - eval_early_collapse on bench/calibrate.py
-    --quick, 10 evals at T = 300: 44 / 50 / 50% -> 64 / 67 / 75% found by effect size, while 2 of 1,500
-    healthy runs fired against 0 (ar_0.9 and rl_easy, the same 19-eval draw at z 5.4 against 5.1).
+    --quick, 10 evals at T = 300: 44 / 50 / 50% -> 64 / 67 / 72% found by effect size (each reading at its
+    own degrees of freedom), while 2 of 1,500 healthy runs fired against 0 (ar_0.9 and rl_easy, the same
+    19-eval draw at z 5.4 against 5.1).
     After the change point: an eval that collapses in its first points and then recovers slowly is a V whose
     kink the whole curve's short-lag variogram reads as a wander (its cautious memory a random walk): at 20
     points 0.42 -> 0.20 -> 0.30, read to +-0.01, was too noisy to tell on 16 of 20 draws.  Read past the
-    kink its noise is the eval's own.  Measured on bench/calibrate.py
-    --quick at min_drop_z 3: the same 5 of 1,400 healthy runs fired as with the whole curve's noise alone
-    and the same 63 of 108 eval_early_collapse runs were found, while that V fired on 18 or more of 20
-    draws (4 of 20 with the whole curve's noise)."""
+    kink its noise is the eval's own.  Measured on bench/calibrate.py --quick at min_drop_z 3: the same 5 of
+    1,400 healthy runs fired as with the whole curve's noise alone and the same 63 of 108 eval_early_collapse
+    runs were found, while that V fired on 18 or more of 20 draws (4 of 20 with the whole curve's noise)."""
     cuts = [first[1]]
     onset = hinge_onset(steps, values, min_side_points=3)
     if onset is not None:

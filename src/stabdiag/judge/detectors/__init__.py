@@ -286,8 +286,8 @@ _LEVEL = ("catastrophic", "key", "level", "off_pct", "peak", "points", "ratio", 
 _RISE = ("eval_changes", "evals", "key", "level_peak", "level_start", "n_eff", "rise", "rise_high", "rise_low",
          "rise_sd", "rise_share", "rise_z", "signal", "sure")
 _ENDING = ("message", "source", "step", "what", "planned")
-_CLIMBED = ("best", "best_step", "early", "key", "level", "onset", "peak", "sds", "share", "share_text", "signal",
-            "stretch", "sure")
+_CLIMBED = ("best", "best_step", "early", "key", "level", "onset", "peak", "sds", "sds_text", "share", "share_text",
+            "signal", "stretch", "sure")
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "ceiling_from_start": ("ceiling", "entropy_end", "entropy_fall_share", "entropy_key", "entropy_start",
                            "evals", "key", "level", "onset", "signal", "sure"),
@@ -313,7 +313,7 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "superseded_blowup": ("key", "kind", "restart", "rolled_back", "signal", "step", "value"),
     "climb_from_best": _CLIMBED, "recovered_climb": _CLIMBED + ("back", "count", "recovery"),
     "level_excursion": ("back", "count", "key", "level", "onset", "peak", "peak_ratio", "ratio", "recovery", "sds",
-                        "signal", "stretch", "sure"),
+                        "sds_text", "signal", "stretch", "sure"),
     "lr_collapsed_early": ("frac_of_peak", "key", "level", "peak", "peak_step", "run_frac", "signal", "stretch"),
     "fraction_held_high": ("fraction", "key", "peak", "run_frac", "signal", "stretch", "threshold"),
     "value_head_diverging": ("readings", "signal", "what"),

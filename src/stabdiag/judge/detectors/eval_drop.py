@@ -89,7 +89,8 @@ def drop_below_start(evals: list[Curve], reward: Curve | None = None, loss: Curv
         found.append((drop.z, Evidence(began, int(c.steps[-1]), {
             "signal": c.signal, "key": c.key, "start_level": start_level, "end_level": end_level,
             "drop": drop.estimate, "drop_share": drop.estimate / start_level, "drop_low": drop.low(sure_z),
-            "drop_z": drop.z, "sure": drop.interval_text(), "sure_z": sure_z,
+            "drop_z": drop.z, "sure": drop.interval_text() + (f", z {drop.z:.1f}" if math.isfinite(drop.z) else ""),
+            "sure_z": sure_z,
             "baseline": "its level before training" if before else "its first logged level",
             "start_step": int(c.steps[0])})))
     if found:

@@ -306,12 +306,21 @@ def climb_values(read: _Read, d: _Departure, curve: Curve) -> dict:
             "best_step": int(read.steps[d.reference[0] + (d.reference[1] - d.reference[0]) // 2]),
             "level": level, "peak": peak, "share": share, "share_text": _share_text(share, past, descent),
             "sds": _in_sds(d.reading.estimate, read.noise_sd[d.began]),
+            "sds_text": _sds_text(d.reading.estimate, read.noise_sd[d.began], best),
             "stretch": int(read.steps[d.end] - read.steps[d.began]), "sure": d.reading.text(read.sure_z),
             "onset": int(read.steps[d.began])}
 
 
 def _in_sds(change: float, sd: float) -> float:
     return change / sd if sd > 0 else math.inf
+
+
+def _sds_text(change: float, sd: float, level: float) -> str:
+    """"89 noise sds"; where the curve had no noise before it (an sd under a billionth of its level: rounding,
+    not scatter), "with no noise before it" instead of a quotient of rounding errors (4e15 noise sds)."""
+    if not sd > 1e-9 * max(abs(level), 1e-300):
+        return "with no noise before it"
+    return f"{change / sd:.0f} noise sds"
 
 
 def _share_text(share: float, past: bool, descent: float) -> str:
@@ -404,7 +413,7 @@ def _held_far_above_start(read: _Read, huge_ratio: float, curve: Curve) -> dict 
             "best_step": int(read.steps[int(np.argmin(read.values[:3]))]), "level": level,
             "peak": float(np.max(read.smooth[at:])), "share": math.inf,
             "share_text": f"{level / early:.0f}x its first level, held: it never came down; diverged past its start",
-            "sds": math.inf, "stretch": int(read.steps[-1] - read.steps[at]),
+            "sds": math.inf, "sds_text": "past any noise", "stretch": int(read.steps[-1] - read.steps[at]),
             "sure": f"stays over {huge_ratio:g}x its first level (past any noise)", "onset": int(read.steps[at])}
 
 
@@ -486,6 +495,7 @@ def level_excursion(values: Curve, *, min_ratio, min_sd, sure_z, stretch_steps,
                 "ratio": math.exp(d.reading.estimate), "peak": math.exp(float(read.smooth[d.peak])),
                 "peak_ratio": math.exp(float(read.smooth[d.peak]) - before),
                 "sds": _in_sds(d.reading.estimate, read.noise_sd[d.began]),
+                "sds_text": _sds_text(d.reading.estimate, read.noise_sd[d.began], before),
                 "stretch": int(read.steps[d.end] - read.steps[d.began]), "sure": d.reading.text(sure_z),
                 "onset": int(read.steps[d.began])}
 

@@ -66,9 +66,18 @@ def test_rule_case(rule_id, case):
 
 
 def _outcome(rule_id: str, case: dict, draw: int) -> tuple[str, str]:
+    """"fires" (with its evidence and severity as the case says: a draw that fires otherwise is "fires
+    wrongly" and why), "unknown" and why, or "quiet"."""
     run = make_run(case["name"], case["series"], case.get("ending"), case.get("config"), draw=draw)
     diag = diagnose(run, select=[rule_id])
-    if any(f.rule == rule_id for f in diag.findings):
+    fired = [f for f in diag.findings if f.rule == rule_id]
+    if fired:
+        try:
+            if "severity" in case:
+                assert fired[0].severity == case["severity"], ("severity", fired[0].severity)
+            _check_evidence(fired[0], case.get("evidence", {}))
+        except (AssertionError, KeyError) as wrong:
+            return "fires wrongly", str(wrong)
         return "fires", ""
     unknown = [u for u in diag.unknown if u.rule == rule_id]
     return ("unknown", unknown[0].describe()) if unknown else ("quiet", "")
@@ -77,7 +86,7 @@ def _outcome(rule_id: str, case: dict, draw: int) -> tuple[str, str]:
 def _check_rate(rule_id: str, case: dict, draws: int) -> None:
     expect = case["expect"].removeprefix("todo-")
     outcomes = [_outcome(rule_id, case, draw) for draw in range(1, draws + 1)]
-    fired = sum(kind == "fires" for kind, _ in outcomes)
+    fired = sum(kind.startswith("fires") for kind, _ in outcomes)
     if expect == "quiet":
         assert fired <= 0.05 * draws, f"fired on {fired} of {draws} draws"
         return

@@ -57,7 +57,7 @@ def segment_lines(text: str) -> tuple[str, list[int] | None]:
     blank ones left out."""
     if _plain(text):
         return text, None
-    pieces = segments(text)
+    pieces = _undone(text)
     return "\n".join(piece for _, piece in pieces), [number for number, _ in pieces]
 
 
@@ -68,6 +68,11 @@ def segments(text: str) -> list[tuple[int, str]]:
         # nothing to undo (most logs written to a file): each line is one piece, found at C speed
         stripped = [(number, line.strip()) for number, line in enumerate(text.split("\n"), start=1)]
         return [item for item in stripped if item[1]]
+    return _undone(text)
+
+
+def _undone(text: str) -> list[tuple[int, str]]:
+    """segments() of a text that is not _plain: escapes, carriage returns and bars undone line by line."""
     out: list[tuple[int, str]] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if "\x1b" in line:

@@ -27,7 +27,7 @@ _FORM = re.compile(r"([-+]?)(D?)(\.?)(D?)(?:[eE]([-+]?)(D))?")       # a number'
 _TENS = np.array([float(10 ** k) for k in range(23)])                # every power of ten float64 holds exactly
 _INT_TENS = np.array([10 ** k for k in range(19)], np.int64)
 _EXACT_DIGITS = 15                                                   # below 2**53: an exact float64
-_COUNTER_DIGITS = 12                                                 # a step counter's longest (_loop_line._N)
+COUNTER_DIGITS = 12                                                 # a step counter's longest (_loop_line._N)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +111,7 @@ class Runs:
         if slot.form != "D":
             return np.zeros(len(lines), np.int64), np.zeros(len(lines), bool)
         value, length = self._values(self.first_run[lines] + slot.first)
-        return value, length <= _COUNTER_DIGITS
+        return value, length <= COUNTER_DIGITS
 
     def floats(self, lines: np.ndarray, slot: SlotForm) -> np.ndarray:
         """float() of the number at `slot` on each line."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _common
 from . import _console
-from ._digit_runs import Runs, SlotForm
+from ._digit_runs import COUNTER_DIGITS, Runs, SlotForm
 from ._loop_line import Line, StepCounter, parse_line
 from ._loop_table import COUNTERS, NONE, LinesBuilder, LoopLines, Shape
 
@@ -231,7 +231,7 @@ class _Reading:
                 continue
             for i in at.tolist():
                 text = self._slot_texts(int(rows[i]))[slot]
-                if text.isdigit() and len(text) <= 12:
+                if text.isdigit() and len(text) <= COUNTER_DIGITS:
                     value[i], read[i] = int(text), True
         return value, read
 
@@ -271,7 +271,7 @@ def _plan(first: tuple[Line | None, bool], first_slots: list[str],
             (c2.kind, c2.outer_kind, line2.explicit, list(line2.pairs), line2.printed):
         return None
     counter, constants = {}, {"kind": c1.kind, "outer_kind": c1.outer_kind}
-    for name in ("step", "total", "outer", "epoch_only"):
+    for name in COUNTERS:
         v1, v2 = getattr(c1, name), getattr(c2, name)
         if v1 is None or v2 is None:
             if v1 is not None or v2 is not None:
@@ -315,8 +315,7 @@ def _same(a: tuple[Line | None, bool], b: tuple[Line | None, bool]) -> bool:
         return False
     if la is None:
         return True
-    fields = ("step", "total", "outer", "outer_kind", "epoch_only", "kind")
-    return (all(getattr(la.counter, f) == getattr(lb.counter, f) for f in fields)
+    return (all(getattr(la.counter, f) == getattr(lb.counter, f) for f in (*COUNTERS, "kind", "outer_kind"))
             and la.printed == lb.printed and la.explicit == lb.explicit and list(la.pairs) == list(lb.pairs)
             and all(x == y or (x != x and y != y) for x, y in zip(la.pairs.values(), lb.pairs.values())))
 

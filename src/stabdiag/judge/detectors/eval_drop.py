@@ -135,7 +135,7 @@ def _noise_readings(steps: np.ndarray, values: np.ndarray, first: tuple[int, int
     if onset is not None:
         cuts.append(int(np.searchsorted(steps, onset.step, side="right")))
     readings = [(whole, len(values))]
-    for cut in cuts:
+    for cut in sorted(set(cuts)):         # a change point right after the start is the same reading
         after = estimate_noise(values[cut:], cautious=True, bounded=True)
         if after is not None and after.block == 1:
             readings.append((math.sqrt(after.contrast_variance(len(values), first, last)), len(values) - cut))

@@ -189,10 +189,11 @@ def _z_text(z: float) -> str:
     return "over 1000" if not np.isfinite(z) or z > 1000 else f"{z:.3g}"
 
 
-def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail_points: float) -> _Budget:
+def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail_points: float,
+            quantum: float) -> _Budget:
     """The run's bar for a spike (see _Budget): points from index `first` on are tested; the tail is read
     from the residuals of `y` from its neighbours (stats/extremes.py) when the curve has `min_tail_points`
-    points or more."""
+    points or more.  `quantum`: st.logged_quantum(y), which the caller reads too (a sort of the curve)."""
     n = len(y)
     tested = max(n - first, 1)
     tail = None
@@ -201,7 +202,7 @@ def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail
     if n >= min_tail_points:
         resid = ex.neighbour_residuals(y)
         # one printed step (a loss rounded to 4 decimals) is the least noise a point can carry
-        scale, apart_points = _block_scale(resid, max(st.logged_quantum(y), _tiny(y)))
+        scale, apart_points = _block_scale(resid, max(quantum, _tiny(y)))
         z_apart = resid / scale
         tail = ex.fit_tail(z_apart)
         dof_at, tail_points = _tails_before(z_apart, int(min_tail_points), tail)
@@ -262,7 +263,7 @@ def _quiet_note(v: Curve, y: np.ndarray, points: np.ndarray, level: np.ndarray, 
 
 
 def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Budget, log_scale: bool,
-                      recover: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                      recover: int, quantum: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Which points spike against the median of the `window` points before them (all points so far until
     a full window has passed): past the run's bar (`budget`) in robust sds of those points and, on the log
     scale, by `min_ratio` x that median (a short run's bar: `budget.huge` x, or `min_ratio` x held by the
@@ -277,8 +278,8 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
     # a history that is flat to the logged precision (a GRPO loss printed as 0.0000 for 30 steps) has a
     # MAD of 0; the run's own point-to-point noise is the floor, so 0.0001 is not a spike ...
     noise = st.noise_sd(x)
-    # ... and a loss printed to 4 decimals moves in steps of 0.0001: one printed step is the least noise
-    quantum = st.logged_quantum(x)
+    # ... and a loss printed to 4 decimals moves in steps of 0.0001 (`quantum`): one printed step is the least
+    # noise
     floor = max(noise, quantum, _tiny(x))
     if log_scale:
         least = math.log(min_ratio)                  # spikes and notes alike are at least min_ratio x
@@ -397,8 +398,9 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     first = _FIRST_TESTED if len(x) >= min_tail_points else _MIN_HUGE_BASELINE
     window = v.points_for(window_steps, 10)
     recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
-    budget = _budget(x, first, run_alpha, huge_ratio, min_tail_points)
-    spike, med, sd, notes = _spikes_vs_recent(x, window, min_ratio, budget, log_scale, recover)
+    quantum = st.logged_quantum(x)
+    budget = _budget(x, first, run_alpha, huge_ratio, min_tail_points, quantum)
+    spike, med, sd, notes = _spikes_vs_recent(x, window, min_ratio, budget, log_scale, recover, quantum)
     level = np.exp(med) if log_scale else med
     if not spike.any():
         if not log_scale and budget.tail is None:
@@ -465,35 +467,49 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail
     if n <= _MIN_HUGE_BASELINE:
         return NotJudged(f"{v.signal} has {n} finite positive points; {_MIN_HUGE_BASELINE + 1} are needed to read "
                          f"a huge jump, {_FIRST_TESTED + 1} any other")
-    y = np.log(v.values)
     span = v.points_for(ema_span_steps, 2)
-    floor = math.log(min_level_of_median) + float(st.median(y)) if min_level_of_median > 0 else -math.inf
-    ema = np.maximum(st.ema_before(y, span), floor)
-    jump = y - ema
     first = _FIRST_TESTED if n >= min_tail_points else _MIN_HUGE_BASELINE
-    budget = _budget(y, first, run_alpha, huge_ratio, min_tail_points)
-    scale, budget.z_points[:] = _block_scale(jump, max(st.noise_sd(y), st.logged_quantum(y), _tiny(y)))
-    budget.z[:] = jump / scale
     # how large is seed 002's: a multiple of the EMA of the values (an arithmetic EMA follows a burst up faster
     # than one of the logs, so a burst's later points are read against it: BLOOM-176B's 2.4 -> 960 -> 650 over 7
     # steps, back to 0.27, is one absorbed episode of 4 points, not a 7-point level shift)
     level = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(st.median(v.values)))
     everywhere = np.arange(n)
-    large = v.values > ratio_vs_ema * level
-    recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
-    sure = budget.sure(everywhere) if budget.tail is not None else \
-        (v.values >= huge_ratio * level) | _held(y, np.log(level), math.log(ratio_vs_ema), recover)
     tested = everywhere >= first
-    spike = large & sure & tested
+    large = (v.values > ratio_vs_ema * level) & tested
+    if not large.any():
+        # no point is large enough to be a spike or a note, however sure: the budget (the run's noise tail, its
+        # scales: most of this rule's time on a long healthy run) would decide nothing
+        return _no_spike(v, n, huge_ratio)
+    y = np.log(v.values)
+    floor = math.log(min_level_of_median) + float(st.median(y)) if min_level_of_median > 0 else -math.inf
+    ema = np.maximum(st.ema_before(y, span), floor)
+    jump = y - ema
+    quantum = st.logged_quantum(y)
+    budget = _budget(y, first, run_alpha, huge_ratio, min_tail_points, quantum)
+    scale, budget.z_points[:] = _block_scale(jump, max(st.noise_sd(y), quantum, _tiny(y)))
+    budget.z[:] = jump / scale
+    recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
+    at = np.flatnonzero(large)                       # sure is read only where a point is large enough to count
+    sure = np.zeros(n, dtype=bool)
+    sure[at] = budget.sure(at) if budget.tail is not None else \
+        ((v.values >= huge_ratio * level) | _held(y, np.log(level), math.log(ratio_vs_ema), recover))[at]
+    spike = large & sure
     if not spike.any():
         if n <= _FIRST_TESTED:
-            return NotJudged(f"{v.signal} has {n} finite points and no jump of {huge_ratio:g}x its EMA; "
-                             f"{_FIRST_TESTED + 1} are needed to judge smaller ones")
-        notes = np.flatnonzero(large & ~sure & tested)
+            return _no_spike(v, n, huge_ratio)
+        notes = np.flatnonzero(large & ~sure)
         return _quiet_note(v, v.values, notes, level, "EMA", budget, recover, recover_ratio * level) \
             if len(notes) else None
     episodes = _recovered(v.values, np.flatnonzero(spike), recover, recover_ratio * level)
     return _spike_evidence(v, episodes, level, "ema", recover, isolated_max_count, isolated_window_steps, budget)
+
+
+def _no_spike(v: Curve, n: int, huge_ratio: float) -> NotJudged | None:
+    """spike_vs_ema's answer where no point spikes: too few points to judge more than a huge jump, or None."""
+    if n <= _FIRST_TESTED:
+        return NotJudged(f"{v.signal} has {n} finite points and no jump of {huge_ratio:g}x its EMA; "
+                         f"{_FIRST_TESTED + 1} are needed to judge smaller ones")
+    return None
 
 
 def _held(y: np.ndarray, level: np.ndarray, size: float, points: int) -> np.ndarray:

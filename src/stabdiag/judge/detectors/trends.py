@@ -193,7 +193,8 @@ def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | 
     v = values.finite()
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} points; {min_points:g} are needed")
-    read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps)
+    read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps,
+                       recovered_too=False)
     d = held_climb(read)
     if d.decision == CLEAN:
         return None

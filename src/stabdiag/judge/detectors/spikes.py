@@ -151,9 +151,15 @@ class _Budget:
             dof = float(rest[0])
             rest = rest[rest != dof]
             here = dofs == dof
-            counts = _distinct(np.sort(points[here]))
-            bar_of_count = np.array([self.bar(int(m), dof) for m in counts.tolist()])
-            out[here] = bar_of_count[np.searchsorted(counts, points[here])]
+            at = points[here]
+            # the distinct counts by a table over 0..max (counts are points: at most the curve's length), not a
+            # sort of a million of them
+            seen = np.zeros(int(np.max(at)) + 1, dtype=bool)
+            seen[at] = True
+            counts = np.flatnonzero(seen)
+            bar_of_count = np.zeros(len(seen))
+            bar_of_count[counts] = [self.bar(int(m), dof) for m in counts.tolist()]
+            out[here] = bar_of_count[at]
         return out
 
     def sure(self, i: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ Numerical Recipes 6.4) rather than taken from scipy.stats, which costs seconds t
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -91,6 +92,11 @@ _SORT_8 = ((0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (1, 3), (4, 6), (5, 7), (1, 2
 def _middle_pair_mean_of_8(rows: list[np.ndarray]) -> np.ndarray:
     """The mean of the 4th and 5th smallest of eight equal-length arrays, elementwise, as np.partition gives
     it: NaN sorts last, so it is NaN where four or more of the eight are NaN."""
+    if not any(np.isnan(r).any() for r in rows):          # the usual case (a finite curve): no NaN to set aside
+        v = list(rows)
+        for i, j in _SORT_8:
+            v[i], v[j] = np.minimum(v[i], v[j]), np.maximum(v[i], v[j])
+        return 0.5 * (v[3] + v[4])
     missing = sum(np.isnan(r).astype(np.int8) for r in rows)
     v = [np.where(np.isnan(r), np.inf, r) for r in rows]
     for i, j in _SORT_8:
@@ -161,7 +167,7 @@ def fit_tail(z: np.ndarray, *, body: float = 0.99) -> Tail | None:
     for dof in DOF_GRID:
         scales = middle / t_isf(0.25, dof) * _SCALE_GRID
         u = inside[None, :] / scales[:, None]
-        body_ll = np.sum(_half_t_logpdf(u, dof), axis=1) - len(inside) * np.log(scales)
+        body_ll = np.sum(_half_t_logpdf(u, dof, out=u), axis=1) - len(inside) * np.log(scales)
         tail_ll = np.array([beyond * math.log(max(2.0 * t_sf(cut / s, dof), 1e-300)) for s in scales])
         logliks.append(float(np.max(body_ll + tail_ll)))
     ll = np.asarray(logliks)
@@ -188,12 +194,19 @@ def point_threshold(points: int, alpha: float, dof: float) -> float:
     return t_isf(p, dof) / (st.MAD_TO_SD * t_isf(0.25, dof))
 
 
-def _half_t_logpdf(u: np.ndarray, dof: float) -> np.ndarray:
-    """log of the density of |T| for a standard Student-t T (twice its density on u >= 0)."""
+def _half_t_logpdf(u: np.ndarray, dof: float, out: np.ndarray | None = None) -> np.ndarray:
+    """log of the density of |T| for a standard Student-t T (twice its density on u >= 0); into `out` (which
+    may be `u` itself: fit_tail's 13 x 10,000 arrays, one per dof, cost more to allocate than to compute)
+    by the same operations in the same order as `const - (dof + 1) / 2 * np.log1p(u * u / dof)`."""
+    t = np.multiply(u, u, out=out)
     if math.isinf(dof):
-        return math.log(2.0) - 0.5 * math.log(2.0 * math.pi) - 0.5 * u * u
+        np.multiply(0.5, t, out=t)       # = (0.5 * u) * u: a halving is exact (bar subnormals, which vanish beside it)
+        return np.subtract(math.log(2.0) - 0.5 * math.log(2.0 * math.pi), t, out=t)
     const = math.log(2.0) + math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
-    return const - (dof + 1) / 2 * np.log1p(u * u / dof)
+    np.divide(t, dof, out=t)
+    np.log1p(t, out=t)
+    np.multiply((dof + 1) / 2, t, out=t)
+    return np.subtract(const, t, out=t)
 
 
 def t_sf(x: float, dof: float) -> float:
@@ -204,8 +217,10 @@ def t_sf(x: float, dof: float) -> float:
     return tail if x >= 0 else 1.0 - tail
 
 
+@functools.lru_cache(maxsize=4096)
 def t_isf(p: float, dof: float) -> float:
-    """The x with P(T > x) = p, 0 < p < 1 (bisection on the monotone survival function)."""
+    """The x with P(T > x) = p, 0 < p < 1 (bisection on the monotone survival function).  Remembered: every
+    fit asks for the quartile of each dof of the grid, and a run's bars for a few (p, dof) again and again."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must lie in (0, 1); got {p}")
     if p == 0.5:

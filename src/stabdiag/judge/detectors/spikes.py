@@ -115,7 +115,9 @@ class _Budget:
     `tail_points` points: the longest of a few prefixes that ends before its neighbourhood; points before the
     first prefix take the first): a run that jumps and stays noisy (a GRPO loss 0.02 -> 0.6-2.4 for the 16
     steps before its NaN) must not make the tail its jump is read against - one tail for the whole run read
-    t(2), and the jump (29 sds) passed as noise.  The arrays are NaN (0 points) where not read."""
+    t(2), and the jump (29 sds) passed as noise.  The prefixes' tails are fitted when a point they hold is
+    first asked about (`dof_at`): most runs ask about a few points or none.  The arrays are NaN (0 points)
+    where not read."""
 
     alpha: float
     first: int
@@ -126,16 +128,22 @@ class _Budget:
     z_points: np.ndarray
     z_apart: np.ndarray
     apart_points: np.ndarray
-    dof_at: np.ndarray
+    tails: _PrefixTails | None
     tail_points: np.ndarray
     _bars: dict = field(default_factory=dict)
+
+    def dof_at(self, i: np.ndarray) -> np.ndarray:
+        """The tail (dof) each of the points `i` is held to (inf where no tail is read)."""
+        return self.tails.dof_at(i) if self.tails is not None else np.full(len(i), math.inf)
 
     def bar(self, scale_points: int, dof: float | None = None) -> float:
         """The robust z a point must reach when its sd was read from `scale_points` points and the noise's tail
         is Student-t(`dof`) (None: the lightest tail any point is held to, the lowest bar; inf: no tail)."""
         if self.tail is None or scale_points < 2:
             return math.inf
-        dof = float(np.max(self.dof_at)) if dof is None else float(dof)
+        if dof is None:
+            dof = self.tails.lightest() if self.tails is not None else math.inf
+        dof = float(dof)
         if (scale_points, dof) not in self._bars:
             # two readings at half the budget each: Bonferroni keeps their union within it
             self._bars[scale_points, dof] = ex.point_threshold(self.tested, self.alpha / 2,
@@ -166,8 +174,9 @@ class _Budget:
         """Past the bar at the points `i` by either reading."""
         if self.tail is None:
             return np.zeros(len(i), dtype=bool)
-        return (self.z[i] >= self.bars(self.z_points[i], self.dof_at[i])) | \
-            (self.z_apart[i] >= self.bars(self.apart_points[i], self.dof_at[i]))
+        dofs = self.dof_at(i)
+        return (self.z[i] >= self.bars(self.z_points[i], dofs)) | \
+            (self.z_apart[i] >= self.bars(self.apart_points[i], dofs))
 
     def text(self, i: int) -> str:
         """What the budget read at point i: "41 robust sds against a bar of 9.3, crossed by chance in 1% of healthy
@@ -176,7 +185,7 @@ class _Budget:
         if self.tail is None:
             return (f"{self.tested + _MIN_HUGE_BASELINE} points are too few to read the run's own noise tail; a jump "
                     f"of {self.huge:g}x or more is one no noise makes")
-        tail = float(self.dof_at[i])
+        tail = float(self.dof_at(np.array([i]))[0])
         dof = "Gaussian" if math.isinf(tail) else f"Student-t {tail:g}"
         readings = [(self.z[i], self.bar(int(self.z_points[i]), tail)),
                     (self.z_apart[i], self.bar(int(self.apart_points[i]), tail))]
@@ -204,34 +213,57 @@ def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail
     tested = max(n - first, 1)
     tail = None
     z_apart, apart_points = np.full(n, np.nan), np.zeros(n, dtype=np.intp)
-    dof_at, tail_points = np.full(n, math.inf), np.zeros(n, dtype=np.intp)
+    tails, tail_points = None, np.zeros(n, dtype=np.intp)
     if n >= min_tail_points:
         resid = ex.neighbour_residuals(y)
         # one printed step (a loss rounded to 4 decimals) is the least noise a point can carry
         scale, apart_points = _block_scale(resid, max(quantum, _tiny(y)))
         z_apart = resid / scale
         tail = ex.fit_tail(z_apart)
-        dof_at, tail_points = _tails_before(z_apart, int(min_tail_points), tail)
+        tails = _PrefixTails(z_apart, int(min_tail_points), tail)
+        tail_points = tails.points
     return _Budget(alpha, first, tested, tail, huge_ratio, np.full(n, np.nan), np.zeros(n, dtype=np.intp), z_apart,
-                   apart_points, dof_at, tail_points)
+                   apart_points, tails, tail_points)
 
 
-def _tails_before(z: np.ndarray, min_points: int, whole: ex.Tail | None) -> tuple[np.ndarray, np.ndarray]:
+class _PrefixTails:
     """Each point's tail (the heaviest its 80% interval allows, `dof_low`) and the points it was read on: the
     longest of _TAIL_PREFIXES prefixes (quarters of the curve, at least _MIN_PREFIX_POINTS) that ends before the
     point's neighbourhood (its residual's eight neighbours: the point itself never shapes it); points before
     the first prefix's end take the first.  The prefixes are fixed by the curve's length, not by where its
     large points are (a prefix chosen to end before the first large point would be one without them: a
-    tail read too light).  `whole`: the tail of the whole curve (the last prefix), already fitted."""
-    n = len(z)
-    ends = sorted({min(max(min_points, _MIN_PREFIX_POINTS, n * k // _TAIL_PREFIXES), n)
-                   for k in range(1, _TAIL_PREFIXES + 1)})
-    dofs = []
-    for e in ends:
-        t = whole if e == n else ex.fit_tail(z[:e])
-        dofs.append(t.dof_low if t is not None else (whole.dof_low if whole is not None else math.inf))
-    at = np.maximum(np.searchsorted(ends, np.arange(n) - ex.NEIGHBOURS, side="right") - 1, 0)
-    return np.asarray(dofs)[at], np.asarray(ends, dtype=np.intp)[at]
+    tail read too light).  `whole`: the tail of the whole curve (the last prefix), already fitted.  A prefix's
+    tail is fitted the first time a point it holds is asked about (a fit of 10,000 residuals costs 25 ms on a
+    million-point curve, and a healthy run asks about few points or none)."""
+
+    def __init__(self, z: np.ndarray, min_points: int, whole: ex.Tail | None):
+        n = len(z)
+        self._z, self._whole = z, whole
+        self._ends = sorted({min(max(min_points, _MIN_PREFIX_POINTS, n * k // _TAIL_PREFIXES), n)
+                             for k in range(1, _TAIL_PREFIXES + 1)})
+        self._at = np.maximum(np.searchsorted(self._ends, np.arange(n) - ex.NEIGHBOURS, side="right") - 1, 0)
+        self._dofs = np.full(len(self._ends), np.nan)        # NaN: not fitted yet
+        self.points = np.asarray(self._ends, dtype=np.intp)[self._at]
+
+    def _fit(self, k: int) -> float:
+        if np.isnan(self._dofs[k]):
+            e, whole = self._ends[k], self._whole
+            t = whole if e == len(self._z) else ex.fit_tail(self._z[:e])
+            self._dofs[k] = t.dof_low if t is not None else (whole.dof_low if whole is not None else math.inf)
+        return float(self._dofs[k])
+
+    def dof_at(self, i: np.ndarray) -> np.ndarray:
+        """The tails of the points `i`."""
+        at = self._at[np.asarray(i, dtype=np.intp)]
+        for k in _distinct(np.sort(at)).tolist():
+            self._fit(k)
+        return self._dofs[at]
+
+    def lightest(self) -> float:
+        """The lightest tail any point is held to (the prefixes every point's index reaches, all fitted)."""
+        if not len(self._at):
+            return math.inf
+        return max(self._fit(k) for k in range(int(self._at[0]), int(self._at[-1]) + 1))
 
 
 def _block_scale(resid: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
@@ -290,16 +322,19 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
     if log_scale:
         least = math.log(min_ratio)                  # spikes and notes alike are at least min_ratio x
     elif budget.tail is not None:
-        least = min(budget.bar(window), budget.bar(_SCALE_BLOCK)) * floor
+        # under the Gaussian tail's bar no point passes its own (a heavier tail's bar is higher: the t quantile's
+        # ratio to its quartile falls with the dof, as van Zwet's s-ordering of the t family has it; checked on
+        # DOF_GRID in tests/test_stats_extremes.py), so the candidates are picked without fitting a prefix's
+        # tail; those picked are then held to their own
+        least = min(budget.bar(window, math.inf), budget.bar(_SCALE_BLOCK, math.inf)) * floor
     else:
         return spike, med, sd, none                  # a short curve off the log scale: no huge jump defined
     lower = st.recent_median_floor(x, window)
     maybe = np.flatnonzero(x - lower >= least)
     if not log_scale:
         # the neighbour reading is not bounded by the recent median's: a point past its bar is read too
-        apart = np.flatnonzero(budget.z_apart >= budget.bars(budget.apart_points, budget.dof_at)) \
-            if budget.tail is not None \
-            else none
+        apart = np.flatnonzero(budget.z_apart >= budget.bars(budget.apart_points, np.full(n, math.inf)))
+        apart = apart[budget.z_apart[apart] >= budget.bars(budget.apart_points[apart], budget.dof_at(apart))]
         maybe = _distinct(np.sort(np.concatenate([maybe, apart]))).astype(np.intp)
     maybe = maybe[maybe >= budget.first]
     if not len(maybe):

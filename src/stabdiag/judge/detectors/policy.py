@@ -213,6 +213,8 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
     if early <= 0:
         return NotJudged(f"{v.signal} starts at {early:.3g}; a floor is a fraction of a positive level")
     floor = floor_frac * early
+    if not (v.values < floor).any():
+        return None         # a running median of points none of which is under the floor is not under it
     smooth = st.rolling_median(v.values, _smooth_window(len(v.values)))
     need = max(min_breach_steps, min_breach_frac_of_run * v.span)
     stretch = st.first_long_run(v.steps, smooth < floor, need)

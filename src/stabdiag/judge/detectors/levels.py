@@ -58,16 +58,20 @@ def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
         return None
     lo = loss.finite()
     # the steps both log (strictly increasing in each, so a binary search finds them)
-    at = np.searchsorted(lo.steps, kl.steps)
-    hit = at < len(lo.steps)
-    hit[hit] = lo.steps[at[hit]] == kl.steps[hit]
-    if hit.sum() < 10:
+    if np.array_equal(lo.steps, kl.steps):        # logged together (the usual case): no search, no copies
+        k, l_ = kl.values, lo.values
+    else:
+        at = np.searchsorted(lo.steps, kl.steps)
+        hit = at < len(lo.steps)
+        hit[hit] = lo.steps[at[hit]] == kl.steps[hit]
+        k, l_ = kl.values[hit], lo.values[at[hit]]
+    if len(k) < 10:
         return None
-    k, l_ = kl.values[hit], lo.values[at[hit]]
     ok = k > 0
-    if ok.sum() < 10:
+    if not ok.all():
+        k, l_ = k[ok], l_[ok]
+    if len(k) < 10:
         return None
-    k, l_ = k[ok], l_[ok]
     # the rank correlation read on at most _RANK_POINTS evenly spaced pairs: its 0.9 bar does not need a
     # million, and two double argsorts of a million cost a tenth of a second
     every = max(1, len(k) // _RANK_POINTS)

@@ -38,6 +38,7 @@ from .detectors.early import PLACEHOLDER_SIGNALS, placeholder_at_start
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
 from .rules import EVAL_ANY, RUN_INPUTS, Rule, load_rules, select_rules
 from .stats.evidence import hinge_onset
+from .stats.noise import remembered as remembered_noise
 
 LAYERS = (1, 2, 3, 4)
 _FIT_END_POINTS = 20_000
@@ -326,22 +327,24 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     unknown: list[Unknown] = []
     judged: dict[int, list[str]] = {layer: [] for layer in LAYERS}
     resolved = {r.id: {**r.params, **(params or {}).get(r.id, {})} for r in rules}
-    for rule in rules:
-        kwargs, missing = _inputs(rule, signals, None if rule.spec.sees_nonfinite else cutoff)
-        if missing:
-            unknown.append(Unknown(rule.id, rule.layer, tuple(missing), _not_for_kind(rule, missing, signals.kind)))
-            continue
-        result = rule.spec.fn(**kwargs, **resolved[rule.id])
-        if rule.requires == "event" and not isinstance(result, Evidence):
-            continue                      # an event rule only reports; its silence judges nothing
-        if isinstance(result, NotJudged):
-            unknown.append(Unknown(rule.id, rule.layer, (), result.reason, result.undecided))
-            continue
-        judged[rule.layer].append(rule.id)
-        if isinstance(result, Quiet):
-            quiet_notes.append(f"{rule.id}: {result.note}")
-        elif result is not None:
-            findings.append(_finding(rule, result, signals.kind, run.meta.get("ending")))
+    with remembered_noise():          # the rules read the same curves' noise again and again: once each
+        for rule in rules:
+            kwargs, missing = _inputs(rule, signals, None if rule.spec.sees_nonfinite else cutoff)
+            if missing:
+                unknown.append(Unknown(rule.id, rule.layer, tuple(missing),
+                                       _not_for_kind(rule, missing, signals.kind)))
+                continue
+            result = rule.spec.fn(**kwargs, **resolved[rule.id])
+            if rule.requires == "event" and not isinstance(result, Evidence):
+                continue                      # an event rule only reports; its silence judges nothing
+            if isinstance(result, NotJudged):
+                unknown.append(Unknown(rule.id, rule.layer, (), result.reason, result.undecided))
+                continue
+            judged[rule.layer].append(rule.id)
+            if isinstance(result, Quiet):
+                quiet_notes.append(f"{rule.id}: {result.note}")
+            elif result is not None:
+                findings.append(_finding(rule, result, signals.kind, run.meta.get("ending")))
     by_id = {r.id: r for r in rules}
     for layer, ids in judged.items():
         # a rule whose clean reading does not pass a layer by itself (L1.eval-below-start: an eval that did

@@ -122,7 +122,7 @@ class _Budget:
     alpha: float
     first: int
     tested: int
-    tail: ex.Tail | None
+    whole: _WholeTail | None
     huge: float
     z: np.ndarray
     z_points: np.ndarray
@@ -132,6 +132,16 @@ class _Budget:
     tail_points: np.ndarray
     _bars: dict = field(default_factory=dict)
 
+    @property
+    def has_tail(self) -> bool:
+        """Whether the run's noise tail is read (`tail` not None), without fitting it."""
+        return self.whole is not None and self.whole.readable
+
+    @property
+    def tail(self) -> ex.Tail | None:
+        """The whole curve's tail (fitted when first asked for)."""
+        return self.whole.get() if self.whole is not None else None
+
     def dof_at(self, i: np.ndarray) -> np.ndarray:
         """The tail (dof) each of the points `i` is held to (inf where no tail is read)."""
         return self.tails.dof_at(i) if self.tails is not None else np.full(len(i), math.inf)
@@ -139,7 +149,7 @@ class _Budget:
     def bar(self, scale_points: int, dof: float | None = None) -> float:
         """The robust z a point must reach when its sd was read from `scale_points` points and the noise's tail
         is Student-t(`dof`) (None: the lightest tail any point is held to, the lowest bar; inf: no tail)."""
-        if self.tail is None or scale_points < 2:
+        if not self.has_tail or scale_points < 2:
             return math.inf
         if dof is None:
             dof = self.tails.lightest() if self.tails is not None else math.inf
@@ -172,7 +182,7 @@ class _Budget:
 
     def sure(self, i: np.ndarray) -> np.ndarray:
         """Past the bar at the points `i` by either reading."""
-        if self.tail is None:
+        if not self.has_tail:
             return np.zeros(len(i), dtype=bool)
         dofs = self.dof_at(i)
         return (self.z[i] >= self.bars(self.z_points[i], dofs)) | \
@@ -182,7 +192,7 @@ class _Budget:
         """What the budget read at point i: "41 robust sds against a bar of 9.3, crossed by chance in 1% of healthy
         runs of 4,000 points with this run's noise tail (Student-t 5)" (the reading that stands out most); or,
         for a short run, why only a huge jump counts."""
-        if self.tail is None:
+        if not self.has_tail:
             return (f"{self.tested + _MIN_HUGE_BASELINE} points are too few to read the run's own noise tail; a jump "
                     f"of {self.huge:g}x or more is one no noise makes")
         tail = float(self.dof_at(np.array([i]))[0])
@@ -211,7 +221,7 @@ def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail
     points or more.  `quantum`: st.logged_quantum(y), which the caller reads too (a sort of the curve)."""
     n = len(y)
     tested = max(n - first, 1)
-    tail = None
+    whole = None
     z_apart, apart_points = np.full(n, np.nan), np.zeros(n, dtype=np.intp)
     tails, tail_points = None, np.zeros(n, dtype=np.intp)
     if n >= min_tail_points:
@@ -219,11 +229,25 @@ def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail
         # one printed step (a loss rounded to 4 decimals) is the least noise a point can carry
         scale, apart_points = _block_scale(resid, max(quantum, _tiny(y)))
         z_apart = resid / scale
-        tail = ex.fit_tail(z_apart)
-        tails = _PrefixTails(z_apart, int(min_tail_points), tail)
+        whole = _WholeTail(z_apart)
+        tails = _PrefixTails(z_apart, int(min_tail_points), whole)
         tail_points = tails.points
-    return _Budget(alpha, first, tested, tail, huge_ratio, np.full(n, np.nan), np.zeros(n, dtype=np.intp), z_apart,
+    return _Budget(alpha, first, tested, whole, huge_ratio, np.full(n, np.nan), np.zeros(n, dtype=np.intp), z_apart,
                    apart_points, tails, tail_points)
+
+
+class _WholeTail:
+    """fit_tail of a whole curve's residuals, fitted when first asked for (a healthy long curve whose points
+    all stay under the lowest bar never needs it); whether it reads one (`readable`) is known at once."""
+
+    def __init__(self, z: np.ndarray):
+        self._z, self._tail, self._fitted = z, None, False
+        self.readable = ex.tail_readable(z)
+
+    def get(self) -> ex.Tail | None:
+        if not self._fitted:
+            self._tail, self._fitted = ex.fit_tail(self._z), True
+        return self._tail
 
 
 class _PrefixTails:
@@ -232,11 +256,11 @@ class _PrefixTails:
     point's neighbourhood (its residual's eight neighbours: the point itself never shapes it); points before
     the first prefix's end take the first.  The prefixes are fixed by the curve's length, not by where its
     large points are (a prefix chosen to end before the first large point would be one without them: a
-    tail read too light).  `whole`: the tail of the whole curve (the last prefix), already fitted.  A prefix's
+    tail read too light).  `whole`: the tail of the whole curve (the last prefix), fitted once.  A prefix's
     tail is fitted the first time a point it holds is asked about (a fit of 10,000 residuals costs 25 ms on a
     million-point curve, and a healthy run asks about few points or none)."""
 
-    def __init__(self, z: np.ndarray, min_points: int, whole: ex.Tail | None):
+    def __init__(self, z: np.ndarray, min_points: int, whole: _WholeTail):
         n = len(z)
         self._z, self._whole = z, whole
         self._ends = sorted({min(max(min_points, _MIN_PREFIX_POINTS, n * k // _TAIL_PREFIXES), n)
@@ -247,9 +271,11 @@ class _PrefixTails:
 
     def _fit(self, k: int) -> float:
         if np.isnan(self._dofs[k]):
-            e, whole = self._ends[k], self._whole
-            t = whole if e == len(self._z) else ex.fit_tail(self._z[:e])
-            self._dofs[k] = t.dof_low if t is not None else (whole.dof_low if whole is not None else math.inf)
+            e = self._ends[k]
+            t = self._whole.get() if e == len(self._z) else ex.fit_tail(self._z[:e])
+            if t is None:                   # a prefix too short to read takes the whole curve's
+                t = self._whole.get()
+            self._dofs[k] = t.dof_low if t is not None else math.inf
         return float(self._dofs[k])
 
     def dof_at(self, i: np.ndarray) -> np.ndarray:
@@ -293,7 +319,7 @@ def _quiet_note(v: Curve, y: np.ndarray, points: np.ndarray, level: np.ndarray, 
     ratio = v.values[i] / level[i] if level[i] > 0 else math.inf
     more = f" (and {len(absorbed) - 1} more)" if len(absorbed) > 1 else ""
     said = f"{v.key} {v.values[i]:.4g} at step {int(v.steps[i])}, {ratio:.1f}x its {level_name} {level[i]:.3g}{more}"
-    if budget.tail is None:
+    if not budget.has_tail:
         return Quiet(f"{said}, back within {recover_points} points: {budget.text(i)}, so a smaller one the run came "
                      "back from is not told from its noise")
     return Quiet(f"{said}, back within {recover_points} points: {budget.text(i)}; this run's noise makes such a "
@@ -321,7 +347,7 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
     floor = max(noise, quantum, _tiny(x))
     if log_scale:
         least = math.log(min_ratio)                  # spikes and notes alike are at least min_ratio x
-    elif budget.tail is not None:
+    elif budget.has_tail:
         # under the Gaussian tail's bar no point passes its own (a heavier tail's bar is higher: the t quantile's
         # ratio to its quartile falls with the dof, as van Zwet's s-ordering of the t family has it; checked on
         # DOF_GRID in tests/test_stats_extremes.py), so the candidates are picked without fitting a prefix's
@@ -345,7 +371,7 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
     budget.z[maybe] = jump / (d * _wander_factor(x, window, floor))
     budget.z_points[maybe] = np.minimum(maybe, window)          # the points the recent median and sd were read from
     large = jump >= least if log_scale else np.ones(len(maybe), dtype=bool)
-    if budget.tail is not None:
+    if budget.has_tail:
         sure = budget.sure(maybe)
     else:
         held = np.array([bool(np.all(x[i:i + recover] - mi >= least)) and i + recover <= n
@@ -358,8 +384,8 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
     med[maybe], sd[maybe] = m, d
     if not log_scale:
         local = max(_MIN_LOCAL_POINTS, int(_LOCAL_SHARE * window))
-        _drop_climbs_from_zero(x, spike, med, sd, budget.bar(window, budget.tail.dof_low) if budget.tail else math.inf,
-                               local, _UNRESOLVED_STEPS * quantum)
+        bar = budget.bar(window, budget.tail.dof_low) if budget.has_tail else math.inf
+        _drop_climbs_from_zero(x, spike, med, sd, bar, local, _UNRESOLVED_STEPS * quantum)
     notes = maybe[large & ~sure & ok] if log_scale else none
     return spike, med, sd, notes
 
@@ -444,7 +470,7 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     spike, med, sd, notes = _spikes_vs_recent(x, window, min_ratio, budget, log_scale, recover, quantum)
     level = np.exp(med) if log_scale else med
     if not spike.any():
-        if not log_scale and budget.tail is None:
+        if not log_scale and not budget.has_tail:
             return NotJudged(f"{v.signal} has {len(v.values)} finite points, too few ({min_tail_points:g}) to read its "
                              "noise's tail, and no level to read a huge jump against (it lies near 0, or scatters "
                              "by more than a tenth of its level)")
@@ -532,7 +558,7 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail
     recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
     at = np.flatnonzero(large)                       # sure is read only where a point is large enough to count
     sure = np.zeros(n, dtype=bool)
-    sure[at] = budget.sure(at) if budget.tail is not None else \
+    sure[at] = budget.sure(at) if budget.has_tail else \
         ((v.values >= huge_ratio * level) | _held(y, np.log(level), math.log(ratio_vs_ema), recover))[at]
     spike = large & sure
     if not spike.any():

@@ -143,10 +143,7 @@ def fit_tail(z: np.ndarray, *, body: float = 0.99) -> Tail | None:
     """The Student-t that best fits the standardized residuals `z` (symmetric about 0, its scale profiled),
     the points beyond the `body` quantile of |z| (at least the top MIN_CENSORED) censored; None with fewer
     than MIN_FIT_POINTS finite nonzero ones.  Grid of degrees of freedom: DOF_GRID."""
-    x = np.abs(np.asarray(z, dtype=np.float64))
-    # a residual of exactly 0 is a tie of printed values (a loss logged as 0.0000 for a stretch), not a draw
-    # of the noise: it would read as a spike of density at 0, which no t has
-    x = x[np.isfinite(x) & (x > 0)]
+    x = _fit_points(z)
     if len(x) < MIN_FIT_POINTS:
         return None
     if len(x) > _MAX_FIT_POINTS:
@@ -174,6 +171,19 @@ def fit_tail(z: np.ndarray, *, body: float = 0.99) -> Tail | None:
     best = int(np.argmax(ll))
     allowed = np.flatnonzero(ll >= ll[best] - CHI2_1_80_HALF)
     return Tail(DOF_GRID[best], DOF_GRID[int(allowed[0])], len(x))
+
+
+def _fit_points(z: np.ndarray) -> np.ndarray:
+    """The |z| fit_tail reads: finite and nonzero.  A residual of exactly 0 is a tie of printed values (a loss
+    logged as 0.0000 for a stretch), not a draw of the noise: it would read as a spike of density at 0, which
+    no t has."""
+    x = np.abs(np.asarray(z, dtype=np.float64))
+    return x[np.isfinite(x) & (x > 0)]
+
+
+def tail_readable(z: np.ndarray) -> bool:
+    """Whether fit_tail(z) reads a tail (not None), without fitting one."""
+    return len(_fit_points(z)) >= MIN_FIT_POINTS
 
 
 def studentized_dof(dof: float, scale_points: int) -> float:

@@ -160,25 +160,29 @@ class _Budget:
                                                                ex.studentized_dof(dof, scale_points))
         return self._bars[scale_points, dof]
 
-    def bars(self, points: np.ndarray, dofs: np.ndarray) -> np.ndarray:
+    def bars(self, points: np.ndarray, dofs: np.ndarray | float) -> np.ndarray:
         """bar() of each pair of `points` and `dofs` (a few distinct pairs: blocks are mostly full, a few
-        prefixes)."""
+        prefixes; `dofs` one number: every point's)."""
+        if np.ndim(dofs) == 0:
+            return self._bars_at(points, float(dofs)) if len(points) else np.zeros(0)
         out = np.zeros(len(points))
         rest = dofs
         while len(rest):                    # each distinct dof (a few; np.diff of inf warns, np.unique is slow)
             dof = float(rest[0])
             rest = rest[rest != dof]
             here = dofs == dof
-            at = points[here]
-            # the distinct counts by a table over 0..max (counts are points: at most the curve's length), not a
-            # sort of a million of them
-            seen = np.zeros(int(np.max(at)) + 1, dtype=bool)
-            seen[at] = True
-            counts = np.flatnonzero(seen)
-            bar_of_count = np.zeros(len(seen))
-            bar_of_count[counts] = [self.bar(int(m), dof) for m in counts.tolist()]
-            out[here] = bar_of_count[at]
+            out[here] = self._bars_at(points[here], dof)
         return out
+
+    def _bars_at(self, points: np.ndarray, dof: float) -> np.ndarray:
+        """bar() of each of `points` (not empty) at one dof: the distinct counts by a table over 0..max (counts
+        are points: at most the curve's length), not a sort of a million of them."""
+        seen = np.zeros(int(np.max(points)) + 1, dtype=bool)
+        seen[points] = True
+        counts = np.flatnonzero(seen)
+        bar_of_count = np.zeros(len(seen))
+        bar_of_count[counts] = [self.bar(int(m), dof) for m in counts.tolist()]
+        return bar_of_count[points]
 
     def sure(self, i: np.ndarray) -> np.ndarray:
         """Past the bar at the points `i` by either reading."""
@@ -359,7 +363,7 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
     maybe = np.flatnonzero(x - lower >= least)
     if not log_scale:
         # the neighbour reading is not bounded by the recent median's: a point past its bar is read too
-        apart = np.flatnonzero(budget.z_apart >= budget.bars(budget.apart_points, np.full(n, math.inf)))
+        apart = np.flatnonzero(budget.z_apart >= budget.bars(budget.apart_points, math.inf))
         apart = apart[budget.z_apart[apart] >= budget.bars(budget.apart_points[apart], budget.dof_at(apart))]
         maybe = _distinct(np.sort(np.concatenate([maybe, apart]))).astype(np.intp)
     maybe = maybe[maybe >= budget.first]

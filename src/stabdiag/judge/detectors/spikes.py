@@ -602,10 +602,12 @@ def _ema_spikes(v: Curve, ratio_vs_ema: float, min_jump_sd: float, ema_span_step
     that EMA."""
     span = v.points_for(ema_span_steps, 2)
     ema = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(st.median(v.values)))
+    large = v.values > ratio_vs_ema * ema
+    if not large.any():
+        return large, ema       # none is large: the noise (two selections over the curve) would decide nothing
     noise = max(st.noise_sd(v.values), 1e-12)
     # the EMA must be positive: steps of exactly 0 gradient (all groups equal) are no baseline to spike from
-    return (v.values > ratio_vs_ema * ema) & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema) \
-        & (ema > 0), ema
+    return large & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema) & (ema > 0), ema
 
 
 def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_ratio, baseline_frac,

@@ -15,6 +15,7 @@ leaves none, so a jump on a curve without noise stands out however far its recen
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -330,8 +331,8 @@ def _quiet_note(v: Curve, y: np.ndarray, points: np.ndarray, level: np.ndarray, 
                  f"jump (implied false alarms: {budget.rate_per_10k():.2g} per 10,000 points)")
 
 
-def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Budget, log_scale: bool,
-                      recover: int, quantum: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget_of, log_scale: bool, recover: int,
+                      quantum_of, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, _Budget | None]:
     """Which points spike against the median of the `window` points before them (all points so far until
     a full window has passed): past the run's bar (`budget`) in robust sds of those points and, on the log
     scale, by `min_ratio` x that median (a short run's bar: `budget.huge` x, or `min_ratio` x held by the
@@ -339,18 +340,29 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
     recent median and sd (NaN where not read), and the points past the size bar only (notes).  The sd is
     never under a floor (the run's point-to-point noise, the log's printed step), so the exact median and
     MAD (O(window) each) are computed only where a cheap lower bound of the median leaves a large enough
-    jump possible; budget.z is filled there."""
+    jump possible; budget.z is filled there.  The budget (`budget_of()`, returned too) and the logged quantum
+    (`quantum_of()`) are read only where needed: on the log scale, not where no point is min_ratio x the
+    lower bound of its recent median (then None is returned for it); points before `first` are not tested."""
     n = len(x)
     med, sd, spike = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
     none = np.zeros(0, dtype=np.intp)
+    if log_scale:
+        least = math.log(min_ratio)                  # spikes and notes alike are at least min_ratio x
+        lower = st.recent_median_floor(x, window)
+        maybe = np.flatnonzero(x - lower >= least)
+        maybe = maybe[maybe >= first]
+        if not len(maybe):
+            return spike, med, sd, none, None
+    budget = budget_of()
     # a history that is flat to the logged precision (a GRPO loss printed as 0.0000 for 30 steps) has a
     # MAD of 0; the run's own point-to-point noise is the floor, so 0.0001 is not a spike ...
     noise = st.noise_sd(x)
     # ... and a loss printed to 4 decimals moves in steps of 0.0001 (`quantum`): one printed step is the least
     # noise
+    quantum = quantum_of()
     floor = max(noise, quantum, _tiny(x))
     if log_scale:
-        least = math.log(min_ratio)                  # spikes and notes alike are at least min_ratio x
+        pass
     elif budget.has_tail:
         # under the Gaussian tail's bar no point passes its own (a heavier tail's bar is higher: the t quantile's
         # ratio to its quartile falls with the dof, as van Zwet's s-ordering of the t family has it; checked on
@@ -358,17 +370,17 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
         # tail; those picked are then held to their own
         least = min(budget.bar(window, math.inf), budget.bar(_SCALE_BLOCK, math.inf)) * floor
     else:
-        return spike, med, sd, none                  # a short curve off the log scale: no huge jump defined
-    lower = st.recent_median_floor(x, window)
-    maybe = np.flatnonzero(x - lower >= least)
+        return spike, med, sd, none, budget          # a short curve off the log scale: no huge jump defined
     if not log_scale:
+        lower = st.recent_median_floor(x, window)
+        maybe = np.flatnonzero(x - lower >= least)
         # the neighbour reading is not bounded by the recent median's: a point past its bar is read too
         apart = np.flatnonzero(budget.z_apart >= budget.bars(budget.apart_points, math.inf))
         apart = apart[budget.z_apart[apart] >= budget.bars(budget.apart_points[apart], budget.dof_at(apart))]
         maybe = _distinct(np.sort(np.concatenate([maybe, apart]))).astype(np.intp)
-    maybe = maybe[maybe >= budget.first]
-    if not len(maybe):
-        return spike, med, sd, none
+        maybe = maybe[maybe >= budget.first]
+        if not len(maybe):
+            return spike, med, sd, none, budget
     m, d = st.recent_median_mad(x, window, maybe)
     d = np.maximum(d, floor)
     jump = x[maybe] - m
@@ -391,7 +403,7 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
         bar = budget.bar(window, budget.tail.dof_low) if budget.has_tail else math.inf
         _drop_climbs_from_zero(x, spike, med, sd, bar, local, _UNRESOLVED_STEPS * quantum)
     notes = maybe[large & ~sure & ok] if log_scale else none
-    return spike, med, sd, notes
+    return spike, med, sd, notes, budget
 
 
 def _distinct(sorted_ints: np.ndarray) -> np.ndarray:
@@ -469,9 +481,10 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     first = _FIRST_TESTED if len(x) >= min_tail_points else _MIN_HUGE_BASELINE
     window = v.points_for(window_steps, 10)
     recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
-    quantum = st.logged_quantum(x)
-    budget = _budget(x, first, run_alpha, huge_ratio, min_tail_points, quantum)
-    spike, med, sd, notes = _spikes_vs_recent(x, window, min_ratio, budget, log_scale, recover, quantum)
+    quantum_of = functools.cache(lambda: st.logged_quantum(x))     # a sort of the curve: read where needed
+    budget_of = functools.cache(lambda: _budget(x, first, run_alpha, huge_ratio, min_tail_points, quantum_of()))
+    spike, med, sd, notes, budget = _spikes_vs_recent(x, window, min_ratio, budget_of, log_scale, recover,
+                                                      quantum_of, first)
     level = np.exp(med) if log_scale else med
     if not spike.any():
         if not log_scale and not budget.has_tail:

@@ -484,7 +484,9 @@ def level_excursion(values: Curve, *, min_ratio, min_sd, sure_z, stretch_steps,
     `sure_z` standard errors clear of 0 and at least that large).  The finding gives its size, length and how
     long it took to come back.  Fewer than `min_points` positive points are not judged."""
     v = values.finite()
-    v = Curve(v.signal, v.key, v.steps[v.values > 0], v.values[v.values > 0])
+    positive = v.values > 0
+    if not positive.all():                  # every point positive (a grad norm): kept as it is, not copied
+        v = Curve(v.signal, v.key, v.steps[positive], v.values[positive])
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} finite positive points; {min_points:g} are needed")
     log = Curve(v.signal, v.key, v.steps, np.log(v.values))

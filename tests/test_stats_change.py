@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stabdiag import _stats
 from stabdiag.judge.engine import diagnose
 from stabdiag.judge.stats.change import CLEAN, FINDING, UNDECIDED, Reading, change_between, end_minus_start, windows
-from stabdiag.judge.stats.noise import Noise, estimate_noise, fitted_memory, memory_bound, memory_readable, remembered
+from stabdiag.judge.stats.noise import Noise, estimate_noise, fitted_memory, memory_bound, memory_readable
 from stabdiag.read.run import Run, Series
 
 SIZE, SURE_Z = 0.1, 3.0
@@ -244,10 +245,13 @@ def test_a_judgement_reads_each_arrays_noise_once_and_never_mistakes_a_new_array
     alone, plain = estimate_noise(walk), estimate_noise(walk, cautious=False)
     fresh = [np.random.default_rng(seed).normal(0, 1 + seed, 500) for seed in range(30)]
     expected = [estimate_noise(a) for a in fresh]
-    with remembered():
+    with _stats.remembered():
         first = estimate_noise(walk)
         assert first == alone and estimate_noise(walk) is first
         assert estimate_noise(walk, cautious=False) == plain != alone
         for a, noise in zip(fresh, expected):
             # temporaries freed and made again, often at the address of the one before
             assert estimate_noise(a.copy()) == noise
+        ema = _stats.ema_before(walk, 20)
+        assert _stats.ema_before(walk, 20) is ema and not ema.flags.writeable      # handed out again: read-only
+        assert np.array_equal(ema, _stats.ema_before(walk.copy(), 20), equal_nan=True)

@@ -3,13 +3,61 @@ medians, spreads are MADs, trends are Theil–Sen slopes, and "recent level" is 
 
 from __future__ import annotations
 
+import functools
 import heapq
+import inspect
 import math
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 MAD_TO_SD = 1.4826   # makes the MAD of a normal sample estimate its standard deviation
+
+# the readings of one judgement (`remembered`): (function, id(array), its other arguments) -> (a weak reference
+# to the array, the reading)
+_REMEMBERED: ContextVar[dict | None] = ContextVar("stabdiag_remembered", default=None)
+
+
+@contextmanager
+def remembered() -> Iterator[None]:
+    """Within it, a function marked `per_array` reads each array once for each set of its other arguments: the
+    rules of one judgement read the same curves again and again (a million-point reward's noise three times, a
+    grad norm's EMA twice).  The arrays are never modified while a run is judged; one that is freed is never
+    mistaken for one made after it at the same address (the weak reference to it is dead)."""
+    token = _REMEMBERED.set({})
+    try:
+        yield
+    finally:
+        _REMEMBERED.reset(token)
+
+
+def per_array(fn):
+    """`fn(array, ...)`, a pure function of a 1-D array and hashable arguments, remembered inside `remembered`
+    (an array it returns is made read-only there: it may be handed out again)."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(values, *args, **kwargs):
+        memo = _REMEMBERED.get()
+        if memo is None or type(values) is not np.ndarray:
+            return fn(values, *args, **kwargs)
+        bound = signature.bind(values, *args, **kwargs)
+        bound.apply_defaults()
+        key = (fn, id(values), tuple(bound.arguments.values())[1:])
+        held = memo.get(key)
+        if held is not None and held[0]() is values:
+            return held[1]
+        out = fn(values, *args, **kwargs)
+        if isinstance(out, np.ndarray):
+            out.flags.writeable = False
+        memo[key] = (weakref.ref(values), out)
+        return out
+
+    return wrapper
 
 
 def robust_sd(x: np.ndarray) -> float:
@@ -336,6 +384,7 @@ def recent_median_mad(x: np.ndarray, window: int, at: np.ndarray) -> tuple[np.nd
     return med, sd
 
 
+@per_array
 def ema_before(x: np.ndarray, span: float) -> np.ndarray:
     """EMA of the points before each point (the current point excluded); first entry is NaN.  span >= 1.
 

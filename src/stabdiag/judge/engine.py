@@ -38,7 +38,6 @@ from .detectors.early import PLACEHOLDER_SIGNALS, placeholder_at_start
 from .diagnosis import SEVERITY_RANK, Diagnosis, Finding, LayerResult, Status, Unknown
 from .rules import EVAL_ANY, RUN_INPUTS, Rule, load_rules, select_rules
 from .stats.evidence import hinge_onset
-from .stats.noise import remembered as remembered_noise
 
 LAYERS = (1, 2, 3, 4)
 _FIT_END_POINTS = 20_000
@@ -327,7 +326,7 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     unknown: list[Unknown] = []
     judged: dict[int, list[str]] = {layer: [] for layer in LAYERS}
     resolved = {r.id: {**r.params, **(params or {}).get(r.id, {})} for r in rules}
-    with remembered_noise():          # the rules read the same curves' noise again and again: once each
+    with st.remembered():             # the rules read the same curves' noise and EMAs again and again: once each
         for rule in rules:
             kwargs, missing = _inputs(rule, signals, None if rule.spec.sees_nonfinite else cutoff)
             if missing:

@@ -33,15 +33,12 @@ from __future__ import annotations
 
 import functools
 import math
-import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 
+from ... import _stats as st
 from . import _memory_table as _table
 
 MAX_POINTS = 20_000       # longer curves are read on block means (cost bound, not a verdict parameter)
@@ -147,40 +144,9 @@ def max_lag_for(points: int) -> int:
     return int(min(max(points // 4, _MIN_LAGS), 100))
 
 
-# the readings of one judgement (`remembered`): id(values) and the options -> (a weak reference to values, Noise)
-_REMEMBERED: ContextVar[dict | None] = ContextVar("stabdiag_noise_remembered", default=None)
-
-
-@contextmanager
-def remembered() -> Iterator[None]:
-    """Within it, estimate_noise reads the noise of one array once for each set of options: the rules of one
-    judgement read the same curve again and again (a million-point reward three times, 12 ms each).  The
-    arrays are never modified while a run is judged; one that is freed is never mistaken for one made after
-    it at the same address (the weak reference to it is dead)."""
-    token = _REMEMBERED.set({})
-    try:
-        yield
-    finally:
-        _REMEMBERED.reset(token)
-
-
+@st.per_array          # the rules of one judgement read the same curve's noise again and again: once each
 def estimate_noise(values: np.ndarray, *, cautious: bool = True, bounded: bool = False,
                    max_lag: int | None = None) -> Noise | None:
-    """_estimate_noise(values, ...), read once per array and options inside `remembered`."""
-    memo = _REMEMBERED.get()
-    if memo is None or not isinstance(values, np.ndarray):
-        return _estimate_noise(values, cautious=cautious, bounded=bounded, max_lag=max_lag)
-    key = (id(values), cautious, bounded, max_lag)
-    held = memo.get(key)
-    if held is not None and held[0]() is values:
-        return held[1]
-    noise = _estimate_noise(values, cautious=cautious, bounded=bounded, max_lag=max_lag)
-    memo[key] = (weakref.ref(values), noise)
-    return noise
-
-
-def _estimate_noise(values: np.ndarray, *, cautious: bool = True, bounded: bool = False,
-                    max_lag: int | None = None) -> Noise | None:
     """The noise of a curve's finite values in logged order; None with fewer than 8 points (no variogram
     can be read).  A constant or straight curve has no noise (c = 0).
 

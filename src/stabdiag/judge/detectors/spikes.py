@@ -220,10 +220,10 @@ def _z_text(z: float) -> str:
 
 
 def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail_points: float,
-            quantum: float) -> _Budget:
+            quantum: _Quantum) -> _Budget:
     """The run's bar for a spike (see _Budget): points from index `first` on are tested; the tail is read
     from the residuals of `y` from its neighbours (stats/extremes.py) when the curve has `min_tail_points`
-    points or more.  `quantum`: st.logged_quantum(y), which the caller reads too (a sort of the curve)."""
+    points or more.  `quantum`: y's logged quantum, which the caller reads too."""
     n = len(y)
     tested = max(n - first, 1)
     whole = None
@@ -232,7 +232,8 @@ def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail
     if n >= min_tail_points:
         resid = ex.neighbour_residuals(y)
         # one printed step (a loss rounded to 4 decimals) is the least noise a point can carry
-        scale, apart_points = _block_scale(resid, max(quantum, _tiny(y)))
+        tiny = _tiny(y)
+        scale, apart_points = _block_scale(resid, lambda least: quantum.floor(tiny, least))
         z_apart = resid / scale
         whole = _WholeTail(z_apart)
         tails = _PrefixTails(z_apart, int(min_tail_points), whole)
@@ -297,15 +298,39 @@ class _PrefixTails:
         return max(self._fit(k) for k in range(int(self._at[0]), int(self._at[-1]) + 1))
 
 
-def _block_scale(resid: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
-    """Each point's local robust sd of `resid` (its block of _SCALE_BLOCK points, at least `floor`) and how
-    many finite points that sd was read from."""
-    scale = ex.local_scale(resid, _SCALE_BLOCK, floor=floor)
+def _block_scale(resid: np.ndarray, floor) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's local robust sd of `resid` (its block of _SCALE_BLOCK points, at least `floor(least)`, a
+    floor that may be told the least of those sds) and how many finite points that sd was read from.  The
+    same numbers as ex.local_scale with that floor: its sds are the larger of the block's and the floor."""
+    raw = ex.local_scale(resid, _SCALE_BLOCK, floor=0.0)
+    scale = np.maximum(raw, floor(float(np.min(raw)) if len(raw) else math.inf))
     edges = np.asarray(ex.block_edges(len(resid), _SCALE_BLOCK))
     if len(resid) == 0:
         return scale, np.zeros(0, dtype=np.intp)
     finite = np.add.reduceat(np.isfinite(resid).astype(np.intp), edges[:-1])
     return scale, np.repeat(finite, np.diff(edges))
+
+
+class _Quantum:
+    """A curve's logged quantum (st.logged_quantum: a sort of the whole curve), read only where it can decide
+    something: a floor of the larger of it and `base` is `base` alone wherever a bound on it (the least gap of
+    the curve's first points) is no larger."""
+
+    def __init__(self, x: np.ndarray):
+        self._x = x
+
+    @functools.cached_property
+    def exact(self) -> float:
+        return st.logged_quantum(self._x)
+
+    @functools.cached_property
+    def _bound(self) -> float:
+        return st.logged_quantum_bound(self._x)
+
+    def floor(self, base: float, least: float = -math.inf) -> float:
+        """A floor f with max(r, f) = max(r, quantum, base) for every r >= `least` (f = max(quantum, base) for
+        the default): `base` where the quantum cannot exceed max(least, base)."""
+        return base if self._bound <= max(least, base) else max(self.exact, base)
 
 
 def _tiny(y: np.ndarray) -> float:
@@ -360,7 +385,7 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget_of, l
     # ... and a loss printed to 4 decimals moves in steps of 0.0001 (`quantum`): one printed step is the least
     # noise
     quantum = quantum_of()
-    floor = max(noise, quantum, _tiny(x))
+    floor = quantum.floor(max(noise, _tiny(x)))
     if log_scale:
         pass
     elif budget.has_tail:
@@ -401,7 +426,7 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget_of, l
     if not log_scale:
         local = max(_MIN_LOCAL_POINTS, int(_LOCAL_SHARE * window))
         bar = budget.bar(window, budget.tail.dof_low) if budget.has_tail else math.inf
-        _drop_climbs_from_zero(x, spike, med, sd, bar, local, _UNRESOLVED_STEPS * quantum)
+        _drop_climbs_from_zero(x, spike, med, sd, bar, local, lambda: _UNRESOLVED_STEPS * quantum.exact)
     notes = maybe[large & ~sure & ok] if log_scale else none
     return spike, med, sd, notes, budget
 
@@ -428,14 +453,16 @@ def _wander_factor(x: np.ndarray, window: int, floor: float) -> float:
 
 
 def _drop_climbs_from_zero(x: np.ndarray, spike: np.ndarray, med: np.ndarray, sd: np.ndarray,
-                           min_jump_sd: float, local: int, unresolved: float) -> None:
+                           min_jump_sd: float, local: int, unresolved_of) -> None:
     """Clear, in place, each run of consecutive spike points that starts against a recent level at or
-    under `unresolved` (0 to the log's precision) and whose first point does not also stand
+    under `unresolved_of()` (0 to the log's precision) and whose first point does not also stand
     `min_jump_sd` sds (the larger of the window's and the `local` points' own) above the median of the
     `local` points before it: a curve climbing from 0 that left the window's zeros behind, not a spike.
     A jump from 0 that stands above its last points too stays, however long it then stays up."""
     first = np.flatnonzero(spike & ~np.concatenate([[False], spike[:-1]]))
-    first = first[np.abs(med[first]) <= unresolved]
+    if not len(first):
+        return
+    first = first[np.abs(med[first]) <= unresolved_of()]
     if not len(first):
         return
     now, now_sd = st.recent_median_mad(x, local, first)
@@ -481,7 +508,7 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     first = _FIRST_TESTED if len(x) >= min_tail_points else _MIN_HUGE_BASELINE
     window = v.points_for(window_steps, 10)
     recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
-    quantum_of = functools.cache(lambda: st.logged_quantum(x))     # a sort of the curve: read where needed
+    quantum_of = functools.cache(lambda: _Quantum(x))
     budget_of = functools.cache(lambda: _budget(x, first, run_alpha, huge_ratio, min_tail_points, quantum_of()))
     spike, med, sd, notes, budget = _spikes_vs_recent(x, window, min_ratio, budget_of, log_scale, recover,
                                                       quantum_of, first)
@@ -568,9 +595,10 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail
     floor = math.log(min_level_of_median) + float(st.median(y)) if min_level_of_median > 0 else -math.inf
     ema = np.maximum(st.ema_before(y, span), floor)
     jump = y - ema
-    quantum = st.logged_quantum(y)
+    quantum = _Quantum(y)
     budget = _budget(y, first, run_alpha, huge_ratio, min_tail_points, quantum)
-    scale, budget.z_points[:] = _block_scale(jump, max(st.noise_sd(y), quantum, _tiny(y)))
+    base = max(st.noise_sd(y), _tiny(y))
+    scale, budget.z_points[:] = _block_scale(jump, lambda least: quantum.floor(base, least))
     budget.z[:] = jump / scale
     recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
     at = np.flatnonzero(large)                       # sure is read only where a point is large enough to count

@@ -61,9 +61,7 @@ def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
     if np.array_equal(lo.steps, kl.steps):        # logged together (the usual case): no search, no copies
         k, l_ = kl.values, lo.values
     else:
-        at = np.searchsorted(lo.steps, kl.steps)
-        hit = at < len(lo.steps)
-        hit[hit] = lo.steps[at[hit]] == kl.steps[hit]
+        at, hit = _positions(lo.steps, kl.steps)
         k, l_ = kl.values[hit], lo.values[at[hit]]
     if len(k) < 10:
         return None
@@ -83,6 +81,24 @@ def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
 
 
 _RANK_POINTS = 20_000
+
+
+def _positions(steps: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of `wanted` stands in `steps` (both strictly increasing integers) and whether it is there
+    (where not, the position is meaningless).  Steps that span a few times their count (the usual log) are
+    looked up in a table over their range, in one pass; sparse ones by binary search."""
+    if not len(steps) or not len(wanted):
+        return np.zeros(len(wanted), dtype=np.intp), np.zeros(len(wanted), dtype=bool)
+    low, high = min(int(steps[0]), int(wanted[0])), max(int(steps[-1]), int(wanted[-1]))
+    if high - low <= 4 * (len(steps) + len(wanted)):
+        table = np.full(high - low + 1, -1, dtype=np.intp)
+        table[steps - low] = np.arange(len(steps))
+        at = table[wanted - low]
+        return at, at >= 0
+    at = np.searchsorted(steps, wanted)
+    hit = at < len(steps)
+    hit[hit] = steps[at[hit]] == wanted[hit]
+    return at, hit
 
 # losses logged without the KL term, which the trainer adds to them after logging: their ratio to the KL
 # is no coefficient, however closely both rise with training (verl dp_actor: actor/pg_loss beside

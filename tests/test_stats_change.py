@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stabdiag import _stats
 from stabdiag.judge.engine import diagnose
 from stabdiag.judge.stats.change import CLEAN, FINDING, UNDECIDED, Reading, change_between, end_minus_start, windows
 from stabdiag.judge.stats.noise import Noise, estimate_noise, fitted_memory, memory_bound, memory_readable
@@ -236,3 +237,21 @@ def test_the_variogram_fit_is_the_nonnegative_least_squares_optimum():
         for row, s in zip(shapes, sse):
             _, residual = nnls(np.column_stack([row, fixed]) * np.sqrt(w)[:, None], np.sqrt(w) * g)
             assert s == pytest.approx(residual ** 2, rel=1e-6, abs=1e-12)
+
+
+def test_a_judgement_reads_each_arrays_noise_once_and_never_mistakes_a_new_array_for_a_freed_one():
+    rng = np.random.default_rng(7)
+    walk = np.cumsum(rng.normal(0, 1, 3000)) + rng.normal(0, 2, 3000)
+    alone, plain = estimate_noise(walk), estimate_noise(walk, cautious=False)
+    fresh = [np.random.default_rng(seed).normal(0, 1 + seed, 500) for seed in range(30)]
+    expected = [estimate_noise(a) for a in fresh]
+    with _stats.remembered():
+        first = estimate_noise(walk)
+        assert first == alone and estimate_noise(walk) is first
+        assert estimate_noise(walk, cautious=False) == plain != alone
+        for a, noise in zip(fresh, expected):
+            # temporaries freed and made again, often at the address of the one before
+            assert estimate_noise(a.copy()) == noise
+        ema = _stats.ema_before(walk, 20)
+        assert _stats.ema_before(walk, 20) is ema and not ema.flags.writeable      # handed out again: read-only
+        assert np.array_equal(ema, _stats.ema_before(walk.copy(), 20), equal_nan=True)

@@ -170,9 +170,13 @@ def test_sliding_median_is_np_median_of_every_window(width, median_path):
 def test_sliding_median_large_input_uses_each_path_without_a_full_view():
     rng = np.random.default_rng(3)
     x = rng.normal(size=30_000)
-    for width in (5, 21, 64, 129, 300):             # network, grouped cores, rows (even, wide odd, wide even)
+    for width in (5, 21, 64, 129, 300, 401, 1001):  # network, grouped cores 4 / 8 / 16 at a time, rows (even)
         expected = np.median(sliding_window_view(x, width), axis=1)
         assert same(st.sliding_median(x, width), expected), width
+    for kind in ("ties", "inf", "huge"):
+        y = series(rng, 5_003, kind)
+        for width in (129, 401, 1001):
+            assert same(st.sliding_median(y, width), np.median(sliding_window_view(y, width), axis=1)), (kind, width)
 
 
 @settings(max_examples=200, deadline=None)

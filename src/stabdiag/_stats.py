@@ -3,13 +3,61 @@ medians, spreads are MADs, trends are Theil–Sen slopes, and "recent level" is 
 
 from __future__ import annotations
 
+import functools
 import heapq
+import inspect
 import math
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 MAD_TO_SD = 1.4826   # makes the MAD of a normal sample estimate its standard deviation
+
+# the readings of one judgement (`remembered`): (function, id(array), its other arguments) -> (a weak reference
+# to the array, the reading)
+_REMEMBERED: ContextVar[dict | None] = ContextVar("stabdiag_remembered", default=None)
+
+
+@contextmanager
+def remembered() -> Iterator[None]:
+    """Within it, a function marked `per_array` reads each array once for each set of its other arguments: the
+    rules of one judgement read the same curves again and again (a million-point reward's noise three times, a
+    grad norm's EMA twice).  The arrays are never modified while a run is judged; one that is freed is never
+    mistaken for one made after it at the same address (the weak reference to it is dead)."""
+    token = _REMEMBERED.set({})
+    try:
+        yield
+    finally:
+        _REMEMBERED.reset(token)
+
+
+def per_array(fn):
+    """`fn(array, ...)`, a pure function of a 1-D array and hashable arguments, remembered inside `remembered`
+    (an array it returns is made read-only there: it may be handed out again)."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(values, *args, **kwargs):
+        memo = _REMEMBERED.get()
+        if memo is None or type(values) is not np.ndarray:
+            return fn(values, *args, **kwargs)
+        bound = signature.bind(values, *args, **kwargs)
+        bound.apply_defaults()
+        key = (fn, id(values), tuple(bound.arguments.values())[1:])
+        held = memo.get(key)
+        if held is not None and held[0]() is values:
+            return held[1]
+        out = fn(values, *args, **kwargs)
+        if isinstance(out, np.ndarray):
+            out.flags.writeable = False
+        memo[key] = (weakref.ref(values), out)
+        return out
+
+    return wrapper
 
 
 def robust_sd(x: np.ndarray) -> float:
@@ -79,6 +127,10 @@ def median_of_rows(rows: np.ndarray) -> np.ndarray:
     """np.median(rows, axis=1) (NaN for a row holding NaN), by partition, for the same reason as median."""
     width = rows.shape[1]
     upper = width // 2
+    if width % 2 == 0 and width and not np.isnan(rows).any():
+        # the lower middle value is the largest left of the upper one: one selection, not two (3x faster)
+        part = np.partition(rows, upper, axis=1)
+        return (part[:, :upper].max(axis=1) + part[:, upper]) / 2
     part = np.partition(rows, [upper - 1, upper] if width % 2 == 0 else upper, axis=1)
     out = part[:, upper] if width % 2 else (part[:, upper - 1] + part[:, upper]) / 2
     return np.where(np.isnan(part[:, -1]), np.nan, out)
@@ -166,7 +218,9 @@ def _rolling_nanmedian(x: np.ndarray, window: int) -> np.ndarray:
 
 
 _BLOCK_CELLS = 1 << 18          # windows x width materialised at a time (2 MB of float64)
-_GROUPED_MAX_WIDTH = 128        # odd widths up to this share sorted cores; wider ones select per window
+_GROUPED_MAX_WIDTH = 128        # odd widths up to this share sorted cores 4 windows at a time; wider ones 8 or 16
+_GROUPED_WIDE = 600             # ... (16 from here: a 401-point running median over 20k points 3.5x faster than
+                                # selecting per window, a 1001-point one 3.8x)
 
 
 def sliding_median(x: np.ndarray, width: int) -> np.ndarray:
@@ -177,9 +231,10 @@ def sliding_median(x: np.ndarray, width: int) -> np.ndarray:
         return np.empty(0)
     if width in (1, 3, 5):
         return _small_sliding_median(x, width)
-    if count * width <= _BLOCK_CELLS or width % 2 == 0 or width > _GROUPED_MAX_WIDTH:
+    if count * width <= _BLOCK_CELLS or width % 2 == 0:
         return _select_rows(sliding_window_view(x, width))
-    return _grouped_median(x, width)
+    group = 4 if width <= _GROUPED_MAX_WIDTH else 8 if width <= _GROUPED_WIDE else 16
+    return _grouped_median(x, width, group)
 
 
 def _small_sliding_median(x: np.ndarray, width: int) -> np.ndarray:
@@ -332,6 +387,7 @@ def recent_median_mad(x: np.ndarray, window: int, at: np.ndarray) -> tuple[np.nd
     return med, sd
 
 
+@per_array
 def ema_before(x: np.ndarray, span: float) -> np.ndarray:
     """EMA of the points before each point (the current point excluded); first entry is NaN.  span >= 1.
 
@@ -432,6 +488,14 @@ def logged_quantum(x: np.ndarray) -> float:
     rounding, never a spike."""
     values = distinct(x[np.isfinite(x)])
     return float(np.min(np.diff(values))) if len(values) > 1 else 0.0
+
+
+def logged_quantum_bound(x: np.ndarray, points: int = 8192) -> float:
+    """A value at or over logged_quantum(x), from its first `points` values alone (inf where they hold fewer
+    than two distinct ones): the least gap between distinct values of a subset is never under the whole
+    curve's, and a sort of a few thousand values costs a hundredth of a million's."""
+    values = distinct(x[:points][np.isfinite(x[:points])])
+    return float(np.min(np.diff(values))) if len(values) > 1 else math.inf
 
 
 def slope_quantiles(steps: np.ndarray, values: np.ndarray, quantiles: tuple[float, ...],

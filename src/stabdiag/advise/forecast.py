@@ -85,8 +85,11 @@ def forecasts(signals: Signals, params: dict[str, dict[str, float]], ending=None
 
 def _finite(series) -> tuple[np.ndarray, np.ndarray] | None:
     ok = np.isfinite(series.values)
-    if ok.sum() < 2 * _MIN_POINTS:
+    count = int(ok.sum())
+    if count < 2 * _MIN_POINTS:
         return None
+    if count == len(ok):            # every point finite (the usual case): no copy of a million to select them
+        return series.steps.astype(np.float64), series.values
     return series.steps[ok].astype(np.float64), series.values[ok]
 
 

@@ -326,22 +326,24 @@ def diagnose(run: Run, *, rules: tuple[Rule, ...] | None = None, mapping: dict[s
     unknown: list[Unknown] = []
     judged: dict[int, list[str]] = {layer: [] for layer in LAYERS}
     resolved = {r.id: {**r.params, **(params or {}).get(r.id, {})} for r in rules}
-    for rule in rules:
-        kwargs, missing = _inputs(rule, signals, None if rule.spec.sees_nonfinite else cutoff)
-        if missing:
-            unknown.append(Unknown(rule.id, rule.layer, tuple(missing), _not_for_kind(rule, missing, signals.kind)))
-            continue
-        result = rule.spec.fn(**kwargs, **resolved[rule.id])
-        if rule.requires == "event" and not isinstance(result, Evidence):
-            continue                      # an event rule only reports; its silence judges nothing
-        if isinstance(result, NotJudged):
-            unknown.append(Unknown(rule.id, rule.layer, (), result.reason, result.undecided))
-            continue
-        judged[rule.layer].append(rule.id)
-        if isinstance(result, Quiet):
-            quiet_notes.append(f"{rule.id}: {result.note}")
-        elif result is not None:
-            findings.append(_finding(rule, result, signals.kind, run.meta.get("ending")))
+    with st.remembered():             # the rules read the same curves' noise and EMAs again and again: once each
+        for rule in rules:
+            kwargs, missing = _inputs(rule, signals, None if rule.spec.sees_nonfinite else cutoff)
+            if missing:
+                unknown.append(Unknown(rule.id, rule.layer, tuple(missing),
+                                       _not_for_kind(rule, missing, signals.kind)))
+                continue
+            result = rule.spec.fn(**kwargs, **resolved[rule.id])
+            if rule.requires == "event" and not isinstance(result, Evidence):
+                continue                      # an event rule only reports; its silence judges nothing
+            if isinstance(result, NotJudged):
+                unknown.append(Unknown(rule.id, rule.layer, (), result.reason, result.undecided))
+                continue
+            judged[rule.layer].append(rule.id)
+            if isinstance(result, Quiet):
+                quiet_notes.append(f"{rule.id}: {result.note}")
+            elif result is not None:
+                findings.append(_finding(rule, result, signals.kind, run.meta.get("ending")))
     by_id = {r.id: r for r in rules}
     for layer, ids in judged.items():
         # a rule whose clean reading does not pass a layer by itself (L1.eval-below-start: an eval that did

@@ -28,9 +28,11 @@ class Curve:
     superseded_values: np.ndarray = field(default_factory=lambda: _NO_VALUES)
 
     def finite(self) -> "Curve":
+        if _all_finite(self.values):
+            return self
         ok = np.isfinite(self.values)
-        return self if ok.all() else Curve(self.signal, self.key, self.steps[ok], self.values[ok],
-                                           self.superseded_steps, self.superseded_values)
+        return Curve(self.signal, self.key, self.steps[ok], self.values[ok], self.superseded_steps,
+                     self.superseded_values)
 
     @property
     def span(self) -> int:
@@ -39,16 +41,26 @@ class Curve:
     @property
     def cadence(self) -> float:
         """Median steps between logged points (1 when every step is logged)."""
-        if len(self.steps) < 2:
-            return 1.0
-        gaps = np.diff(self.steps)
-        # evenly logged (the usual case): the median is that gap, without a partition of every gap
-        return float(gaps[0]) if (gaps == gaps[0]).all() else float(st.median(gaps))
+        return _cadence(self.steps)
 
     def points_for(self, steps: float, minimum: int = 1) -> int:
         """How many logged points cover `steps` training steps at this curve's cadence (at least
         `minimum`): windows are set in steps, so logging every k steps does not stretch them k-fold."""
         return max(int(minimum), int(round(steps / max(self.cadence, 1e-12))))
+
+
+@st.per_array            # the rules of one judgement ask of the same curves again and again
+def _all_finite(values: np.ndarray) -> bool:
+    return bool(np.isfinite(values).all())
+
+
+@st.per_array
+def _cadence(steps: np.ndarray) -> float:
+    if len(steps) < 2:
+        return 1.0
+    gaps = np.diff(steps)
+    # evenly logged (the usual case): the median is that gap, without a partition of every gap
+    return float(gaps[0]) if (gaps == gaps[0]).all() else float(st.median(gaps))
 
 
 TOO_NOISY = "too noisy to tell"

@@ -70,6 +70,7 @@ class _Read:
     reference: np.ndarray
     bar: np.ndarray
     noise_sd: np.ndarray         # the point-to-point noise sd the curve had shown up to each point
+    anchor: np.ndarray           # where each point's reference was read (the running best's index; -1: before)
     sure_z: float
     stretch_steps: float
     departures: list[_Departure]
@@ -107,10 +108,12 @@ def _noise_so_far(values: np.ndarray, grid: int = _NOISE_GRID) -> np.ndarray:
 
 
 def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z: float, min_sd: float,
-          reference_of, bar_of) -> _Read:
+          reference_of, bar_of, recovered_too: bool = True) -> _Read:
     """Departures of a curve over `reference_of(smooth)`'s level by more than `bar_of(smooth, reference)` and
     `min_sd` noise sds (see the module docstring).  `reference_of` returns, per point, the reference level
-    and the index of the point it was read at (the running best) or -1 (the stretch before)."""
+    and the index of the point it was read at (the running best) or -1 (the stretch before).
+    `recovered_too` False leaves out the departures the curve came back from (a rule that reads only the
+    climb held to the end need not measure each of them: two noise fits of up to a million points apiece)."""
     w = _smoothing_points(steps, stretch_steps)
     smooth = st.rolling_median(values, w) if w > 1 else values.astype(np.float64)
     wide = _reference_points(len(values), w)
@@ -127,6 +130,8 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         rise = _rise_start(values, reference[a], min(_BACK_SHARE * bar[a], min_sd * sd[a]), a)
         ref = _reference_window(anchor[a], rise, wide, n)
         recovered = b < n - 1
+        if recovered and not recovered_too:
+            continue
         held = _held_end(smooth, reference[a], bar[a], a, b)
         if (recovered and sized[a] > min_sd * sd[a] and steps[held] - steps[rise] >= stretch_steps
                 and rise >= _MIN_NOISE_POINTS):
@@ -140,7 +145,7 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         onset = a + int(under[-1]) + 1 if len(under) else a
         departures.append(_Departure(a, b, ref, reading, float(bar[a]), reading.decide(float(bar[a]), sure_z),
                                      recovered, peak, onset))
-    return _Read(steps, values, smooth, reference, bar, sd, sure_z, stretch_steps, departures)
+    return _Read(steps, values, smooth, reference, bar, sd, anchor, sure_z, stretch_steps, departures)
 
 
 def _rise_start(values: np.ndarray, reference: float, within: float, a: int) -> int:
@@ -193,9 +198,12 @@ def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure
     estimate = float(np.mean(values[a:b]) - np.mean(values[reference[0]:reference[1]]))
     # a side too short to read a noise from (under 8 points) takes the whole curve's, its departure shifted
     # back: second differences of a few points of a descent read its curvature as noise
-    whole = values.astype(np.float64, copy=True)
-    whole[a:b] -= estimate
-    var = sum(_mean_variance(side if len(side) >= _MIN_NOISE_POINTS else whole, width)
+    def whole() -> np.ndarray:
+        shifted = values.astype(np.float64, copy=True)
+        shifted[a:b] -= estimate
+        return shifted
+
+    var = sum(_mean_variance(side if len(side) >= _MIN_NOISE_POINTS else whole(), width)
               for side, width in ((values[a:b], b - a), (values[:a], reference[1] - reference[0])))
     return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf)
 
@@ -278,9 +286,11 @@ def _start_level(values: np.ndarray, w: int) -> float:
     return float(st.median(values[:max(w, _MIN_REFERENCE_POINTS)]))
 
 
-def read_climbs(curve: Curve, *, min_share: float, min_sd: float, sure_z: float, stretch_steps: float) -> _Read:
+def read_climbs(curve: Curve, *, min_share: float, min_sd: float, sure_z: float, stretch_steps: float,
+                recovered_too: bool = True) -> _Read:
     """A loss's climbs from its running best by `min_share` of the way it came down (its start level minus
-    that best) and `min_sd` noise sds, lasting `stretch_steps` steps (or to the log's end)."""
+    that best) and `min_sd` noise sds, lasting `stretch_steps` steps (or to the log's end); `recovered_too`
+    False: only the one held to the end (held_climb's)."""
     steps, values = _points(curve)
     w = _smoothing_points(steps, stretch_steps)
     start = _start_level(values, w)
@@ -289,7 +299,7 @@ def read_climbs(curve: Curve, *, min_share: float, min_sd: float, sure_z: float,
         return min_share * np.maximum(start - best, 0.0)
 
     return _read(steps, values, stretch_steps=stretch_steps, sure_z=sure_z, min_sd=min_sd,
-                 reference_of=_running_best, bar_of=bar_of)
+                 reference_of=_running_best, bar_of=bar_of, recovered_too=recovered_too)
 
 
 def climb_values(read: _Read, d: _Departure, curve: Curve) -> dict:
@@ -360,7 +370,8 @@ def climb_from_best(values: Curve, reward: Curve | None = None, kl: Curve | None
     v = values.finite()
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; {min_points:g} are needed")
-    read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps)
+    read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps,
+                       recovered_too=False)
     d = held_climb(read)
     said = climb_values(read, d, v)
     climb = said["level"] - said["best"]
@@ -433,7 +444,7 @@ def held_climb(read: _Read) -> _Departure:
                 n - max(w, _MIN_REFERENCE_POINTS))
     start = max(start, 1)
     wide = _reference_points(n, w)
-    _, anchor = _running_best(read.values, wide)
+    anchor = read.anchor                    # _running_best(read.values, wide)'s, as read_climbs read it
     ref = _reference_window(int(anchor[start - 1]), start, wide, n)
     reading = _departure_reading(read.values, ref, (start, n))
     bar = float(read.bar[start])
@@ -473,7 +484,9 @@ def level_excursion(values: Curve, *, min_ratio, min_sd, sure_z, stretch_steps,
     `sure_z` standard errors clear of 0 and at least that large).  The finding gives its size, length and how
     long it took to come back.  Fewer than `min_points` positive points are not judged."""
     v = values.finite()
-    v = Curve(v.signal, v.key, v.steps[v.values > 0], v.values[v.values > 0])
+    positive = v.values > 0
+    if not positive.all():                  # every point positive (a grad norm): kept as it is, not copied
+        v = Curve(v.signal, v.key, v.steps[positive], v.values[positive])
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} finite positive points; {min_points:g} are needed")
     log = Curve(v.signal, v.key, v.steps, np.log(v.values))

@@ -58,16 +58,18 @@ def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
         return None
     lo = loss.finite()
     # the steps both log (strictly increasing in each, so a binary search finds them)
-    at = np.searchsorted(lo.steps, kl.steps)
-    hit = at < len(lo.steps)
-    hit[hit] = lo.steps[at[hit]] == kl.steps[hit]
-    if hit.sum() < 10:
+    if np.array_equal(lo.steps, kl.steps):        # logged together (the usual case): no search, no copies
+        k, l_ = kl.values, lo.values
+    else:
+        at, hit = _positions(lo.steps, kl.steps)
+        k, l_ = kl.values[hit], lo.values[at[hit]]
+    if len(k) < 10:
         return None
-    k, l_ = kl.values[hit], lo.values[at[hit]]
     ok = k > 0
-    if ok.sum() < 10:
+    if not ok.all():
+        k, l_ = k[ok], l_[ok]
+    if len(k) < 10:
         return None
-    k, l_ = k[ok], l_[ok]
     # the rank correlation read on at most _RANK_POINTS evenly spaced pairs: its 0.9 bar does not need a
     # million, and two double argsorts of a million cost a tenth of a second
     every = max(1, len(k) // _RANK_POINTS)
@@ -79,6 +81,24 @@ def implied_coefficient(kl: Curve, loss: Curve | None) -> float | None:
 
 
 _RANK_POINTS = 20_000
+
+
+def _positions(steps: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of `wanted` stands in `steps` (both strictly increasing integers) and whether it is there
+    (where not, the position is meaningless).  Steps that span a few times their count (the usual log) are
+    looked up in a table over their range, in one pass; sparse ones by binary search."""
+    if not len(steps) or not len(wanted):
+        return np.zeros(len(wanted), dtype=np.intp), np.zeros(len(wanted), dtype=bool)
+    low, high = min(int(steps[0]), int(wanted[0])), max(int(steps[-1]), int(wanted[-1]))
+    if high - low <= 4 * (len(steps) + len(wanted)):
+        table = np.full(high - low + 1, -1, dtype=np.intp)
+        table[steps - low] = np.arange(len(steps))
+        at = table[wanted - low]
+        return at, at >= 0
+    at = np.searchsorted(steps, wanted)
+    hit = at < len(steps)
+    hit[hit] = steps[at[hit]] == wanted[hit]
+    return at, hit
 
 # losses logged without the KL term, which the trainer adds to them after logging: their ratio to the KL
 # is no coefficient, however closely both rise with training (verl dp_actor: actor/pg_loss beside
@@ -116,9 +136,10 @@ def _level(v: Curve, level: np.ndarray, warn_above: float, fail_above: float, mi
         else ""
     if len(level) < need:
         return NotJudged(f"{v.signal} has {len(level)} point(s); a level is judged on {need}{alone}")
-    smooth = st.rolling_median(level, min(5, need) | 1)
     best = None
-    for a, b in st.true_runs(smooth > warn_above):
+    # a running median of points none of which is above the level is not above it: no run to read
+    smooth = st.rolling_median(level, min(5, need) | 1) if float(np.max(level)) > warn_above else None
+    for a, b in st.true_runs(smooth > warn_above) if smooth is not None else ():
         if b - a + 1 >= need:
             # the level the stretch holds: its upper quartile (a KL that climbs to 0.95 is judged near
             # 0.95, not at the median of its climb; a quantile, not a maximum, so that logging every

@@ -213,6 +213,8 @@ def floor_breach(values: Curve, difficulty: Curve | None = None, evals: list[Cur
     if early <= 0:
         return NotJudged(f"{v.signal} starts at {early:.3g}; a floor is a fraction of a positive level")
     floor = floor_frac * early
+    if not (v.values < floor).any():
+        return None         # a running median of points none of which is under the floor is not under it
     smooth = st.rolling_median(v.values, _smooth_window(len(v.values)))
     need = max(min_breach_steps, min_breach_frac_of_run * v.span)
     stretch = st.first_long_run(v.steps, smooth < floor, need)
@@ -249,9 +251,11 @@ def collapse_below(values: Curve, evals: list[Curve] | None = None, reward: Curv
     start = first_level(v, int(first_points))
     if start <= 0:
         return NotJudged(f"{v.signal} starts at {start:.3g}; a collapse is a fraction of a positive level")
-    smooth = st.rolling_median(v.values, 3)
     need = max(min_collapse_steps, min_collapse_frac_of_run * v.span)
-    for a, b in st.true_runs(smooth <= collapse_frac * start):
+    # a running median of points none of which is at or under the level is not under it: no stretch to read
+    low = (v.values <= collapse_frac * start).any()
+    smooth = st.rolling_median(v.values, 3) if low else None
+    for a, b in st.true_runs(smooth <= collapse_frac * start) if low else ():
         # a stretch that runs to the end of the log counts once it is as long as the run allows
         if v.steps[b] - v.steps[a] >= need or (b == len(v.steps) - 1 and b - a + 1 >= 3
                                                 and v.steps[b] - v.steps[a] >= min(need, 0.5 * v.span)):

@@ -15,6 +15,7 @@ leaves none, so a jump on a curve without noise stands out however far its recen
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -115,62 +116,91 @@ class _Budget:
     `tail_points` points: the longest of a few prefixes that ends before its neighbourhood; points before the
     first prefix take the first): a run that jumps and stays noisy (a GRPO loss 0.02 -> 0.6-2.4 for the 16
     steps before its NaN) must not make the tail its jump is read against - one tail for the whole run read
-    t(2), and the jump (29 sds) passed as noise.  The arrays are NaN (0 points) where not read."""
+    t(2), and the jump (29 sds) passed as noise.  The prefixes' tails are fitted when a point they hold is
+    first asked about (`dof_at`): most runs ask about a few points or none.  The arrays are NaN (0 points)
+    where not read."""
 
     alpha: float
     first: int
     tested: int
-    tail: ex.Tail | None
+    whole: _WholeTail | None
     huge: float
     z: np.ndarray
     z_points: np.ndarray
     z_apart: np.ndarray
     apart_points: np.ndarray
-    dof_at: np.ndarray
+    tails: _PrefixTails | None
     tail_points: np.ndarray
     _bars: dict = field(default_factory=dict)
+
+    @property
+    def has_tail(self) -> bool:
+        """Whether the run's noise tail is read (`tail` not None), without fitting it."""
+        return self.whole is not None and self.whole.readable
+
+    @property
+    def tail(self) -> ex.Tail | None:
+        """The whole curve's tail (fitted when first asked for)."""
+        return self.whole.get() if self.whole is not None else None
+
+    def dof_at(self, i: np.ndarray) -> np.ndarray:
+        """The tail (dof) each of the points `i` is held to (inf where no tail is read)."""
+        return self.tails.dof_at(i) if self.tails is not None else np.full(len(i), math.inf)
 
     def bar(self, scale_points: int, dof: float | None = None) -> float:
         """The robust z a point must reach when its sd was read from `scale_points` points and the noise's tail
         is Student-t(`dof`) (None: the lightest tail any point is held to, the lowest bar; inf: no tail)."""
-        if self.tail is None or scale_points < 2:
+        if not self.has_tail or scale_points < 2:
             return math.inf
-        dof = float(np.max(self.dof_at)) if dof is None else float(dof)
+        if dof is None:
+            dof = self.tails.lightest() if self.tails is not None else math.inf
+        dof = float(dof)
         if (scale_points, dof) not in self._bars:
             # two readings at half the budget each: Bonferroni keeps their union within it
             self._bars[scale_points, dof] = ex.point_threshold(self.tested, self.alpha / 2,
                                                                ex.studentized_dof(dof, scale_points))
         return self._bars[scale_points, dof]
 
-    def bars(self, points: np.ndarray, dofs: np.ndarray) -> np.ndarray:
+    def bars(self, points: np.ndarray, dofs: np.ndarray | float) -> np.ndarray:
         """bar() of each pair of `points` and `dofs` (a few distinct pairs: blocks are mostly full, a few
-        prefixes)."""
+        prefixes; `dofs` one number: every point's)."""
+        if np.ndim(dofs) == 0:
+            return self._bars_at(points, float(dofs)) if len(points) else np.zeros(0)
         out = np.zeros(len(points))
         rest = dofs
         while len(rest):                    # each distinct dof (a few; np.diff of inf warns, np.unique is slow)
             dof = float(rest[0])
             rest = rest[rest != dof]
             here = dofs == dof
-            counts = _distinct(np.sort(points[here]))
-            bar_of_count = np.array([self.bar(int(m), dof) for m in counts.tolist()])
-            out[here] = bar_of_count[np.searchsorted(counts, points[here])]
+            out[here] = self._bars_at(points[here], dof)
         return out
+
+    def _bars_at(self, points: np.ndarray, dof: float) -> np.ndarray:
+        """bar() of each of `points` (not empty) at one dof: the distinct counts by a table over 0..max (counts
+        are points: at most the curve's length), not a sort of a million of them."""
+        seen = np.zeros(int(np.max(points)) + 1, dtype=bool)
+        seen[points] = True
+        counts = np.flatnonzero(seen)
+        bar_of_count = np.zeros(len(seen))
+        bar_of_count[counts] = [self.bar(int(m), dof) for m in counts.tolist()]
+        return bar_of_count[points]
 
     def sure(self, i: np.ndarray) -> np.ndarray:
         """Past the bar at the points `i` by either reading."""
-        if self.tail is None:
+        if not self.has_tail:
             return np.zeros(len(i), dtype=bool)
-        return (self.z[i] >= self.bars(self.z_points[i], self.dof_at[i])) | \
-            (self.z_apart[i] >= self.bars(self.apart_points[i], self.dof_at[i]))
+        dofs = self.dof_at(i)
+        return (self.z[i] >= self.bars(self.z_points[i], dofs)) | \
+            (self.z_apart[i] >= self.bars(self.apart_points[i], dofs))
 
     def text(self, i: int) -> str:
         """What the budget read at point i: "41 robust sds against a bar of 9.3, crossed by chance in 1% of healthy
         runs of 4,000 points with this run's noise tail (Student-t 5)" (the reading that stands out most); or,
         for a short run, why only a huge jump counts."""
-        if self.tail is None:
+        if not self.has_tail:
             return (f"{self.tested + _MIN_HUGE_BASELINE} points are too few to read the run's own noise tail; a jump "
                     f"of {self.huge:g}x or more is one no noise makes")
-        tail = float(self.dof_at[i])
+        tail = float(self.dof_at(np.array([i]))[0])
         dof = "Gaussian" if math.isinf(tail) else f"Student-t {tail:g}"
         readings = [(self.z[i], self.bar(int(self.z_points[i]), tail)),
                     (self.z_apart[i], self.bar(int(self.apart_points[i]), tail))]
@@ -189,53 +219,118 @@ def _z_text(z: float) -> str:
     return "over 1000" if not np.isfinite(z) or z > 1000 else f"{z:.3g}"
 
 
-def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail_points: float) -> _Budget:
+def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail_points: float,
+            quantum: _Quantum) -> _Budget:
     """The run's bar for a spike (see _Budget): points from index `first` on are tested; the tail is read
     from the residuals of `y` from its neighbours (stats/extremes.py) when the curve has `min_tail_points`
-    points or more."""
+    points or more.  `quantum`: y's logged quantum, which the caller reads too."""
     n = len(y)
     tested = max(n - first, 1)
-    tail = None
+    whole = None
     z_apart, apart_points = np.full(n, np.nan), np.zeros(n, dtype=np.intp)
-    dof_at, tail_points = np.full(n, math.inf), np.zeros(n, dtype=np.intp)
+    tails, tail_points = None, np.zeros(n, dtype=np.intp)
     if n >= min_tail_points:
         resid = ex.neighbour_residuals(y)
         # one printed step (a loss rounded to 4 decimals) is the least noise a point can carry
-        scale, apart_points = _block_scale(resid, max(st.logged_quantum(y), _tiny(y)))
+        tiny = _tiny(y)
+        scale, apart_points = _block_scale(resid, lambda least: quantum.floor(tiny, least))
         z_apart = resid / scale
-        tail = ex.fit_tail(z_apart)
-        dof_at, tail_points = _tails_before(z_apart, int(min_tail_points), tail)
-    return _Budget(alpha, first, tested, tail, huge_ratio, np.full(n, np.nan), np.zeros(n, dtype=np.intp), z_apart,
-                   apart_points, dof_at, tail_points)
+        whole = _WholeTail(z_apart)
+        tails = _PrefixTails(z_apart, int(min_tail_points), whole)
+        tail_points = tails.points
+    return _Budget(alpha, first, tested, whole, huge_ratio, np.full(n, np.nan), np.zeros(n, dtype=np.intp), z_apart,
+                   apart_points, tails, tail_points)
 
 
-def _tails_before(z: np.ndarray, min_points: int, whole: ex.Tail | None) -> tuple[np.ndarray, np.ndarray]:
+class _WholeTail:
+    """fit_tail of a whole curve's residuals, fitted when first asked for (a healthy long curve whose points
+    all stay under the lowest bar never needs it); whether it reads one (`readable`) is known at once."""
+
+    def __init__(self, z: np.ndarray):
+        self._z, self._tail, self._fitted = z, None, False
+        self.readable = ex.tail_readable(z)
+
+    def get(self) -> ex.Tail | None:
+        if not self._fitted:
+            self._tail, self._fitted = ex.fit_tail(self._z), True
+        return self._tail
+
+
+class _PrefixTails:
     """Each point's tail (the heaviest its 80% interval allows, `dof_low`) and the points it was read on: the
     longest of _TAIL_PREFIXES prefixes (quarters of the curve, at least _MIN_PREFIX_POINTS) that ends before the
     point's neighbourhood (its residual's eight neighbours: the point itself never shapes it); points before
     the first prefix's end take the first.  The prefixes are fixed by the curve's length, not by where its
     large points are (a prefix chosen to end before the first large point would be one without them: a
-    tail read too light).  `whole`: the tail of the whole curve (the last prefix), already fitted."""
-    n = len(z)
-    ends = sorted({min(max(min_points, _MIN_PREFIX_POINTS, n * k // _TAIL_PREFIXES), n)
-                   for k in range(1, _TAIL_PREFIXES + 1)})
-    dofs = []
-    for e in ends:
-        t = whole if e == n else ex.fit_tail(z[:e])
-        dofs.append(t.dof_low if t is not None else (whole.dof_low if whole is not None else math.inf))
-    at = np.maximum(np.searchsorted(ends, np.arange(n) - ex.NEIGHBOURS, side="right") - 1, 0)
-    return np.asarray(dofs)[at], np.asarray(ends, dtype=np.intp)[at]
+    tail read too light).  `whole`: the tail of the whole curve (the last prefix), fitted once.  A prefix's
+    tail is fitted the first time a point it holds is asked about (a fit of 10,000 residuals costs 25 ms on a
+    million-point curve, and a healthy run asks about few points or none)."""
+
+    def __init__(self, z: np.ndarray, min_points: int, whole: _WholeTail):
+        n = len(z)
+        self._z, self._whole = z, whole
+        self._ends = sorted({min(max(min_points, _MIN_PREFIX_POINTS, n * k // _TAIL_PREFIXES), n)
+                             for k in range(1, _TAIL_PREFIXES + 1)})
+        self._at = np.maximum(np.searchsorted(self._ends, np.arange(n) - ex.NEIGHBOURS, side="right") - 1, 0)
+        self._dofs = np.full(len(self._ends), np.nan)        # NaN: not fitted yet
+        self.points = np.asarray(self._ends, dtype=np.intp)[self._at]
+
+    def _fit(self, k: int) -> float:
+        if np.isnan(self._dofs[k]):
+            e = self._ends[k]
+            t = self._whole.get() if e == len(self._z) else ex.fit_tail(self._z[:e])
+            if t is None:                   # a prefix too short to read takes the whole curve's
+                t = self._whole.get()
+            self._dofs[k] = t.dof_low if t is not None else math.inf
+        return float(self._dofs[k])
+
+    def dof_at(self, i: np.ndarray) -> np.ndarray:
+        """The tails of the points `i`."""
+        at = self._at[np.asarray(i, dtype=np.intp)]
+        for k in _distinct(np.sort(at)).tolist():
+            self._fit(k)
+        return self._dofs[at]
+
+    def lightest(self) -> float:
+        """The lightest tail any point is held to (the prefixes every point's index reaches, all fitted)."""
+        if not len(self._at):
+            return math.inf
+        return max(self._fit(k) for k in range(int(self._at[0]), int(self._at[-1]) + 1))
 
 
-def _block_scale(resid: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
-    """Each point's local robust sd of `resid` (its block of _SCALE_BLOCK points, at least `floor`) and how
-    many finite points that sd was read from."""
-    scale = ex.local_scale(resid, _SCALE_BLOCK, floor=floor)
+def _block_scale(resid: np.ndarray, floor) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's local robust sd of `resid` (its block of _SCALE_BLOCK points, at least `floor(least)`, a
+    floor that may be told the least of those sds) and how many finite points that sd was read from.  The
+    same numbers as ex.local_scale with that floor: its sds are the larger of the block's and the floor."""
+    raw = ex.local_scale(resid, _SCALE_BLOCK, floor=0.0)
+    scale = np.maximum(raw, floor(float(np.min(raw)) if len(raw) else math.inf))
     edges = np.asarray(ex.block_edges(len(resid), _SCALE_BLOCK))
     if len(resid) == 0:
         return scale, np.zeros(0, dtype=np.intp)
     finite = np.add.reduceat(np.isfinite(resid).astype(np.intp), edges[:-1])
     return scale, np.repeat(finite, np.diff(edges))
+
+
+class _Quantum:
+    """A curve's logged quantum (st.logged_quantum: a sort of the whole curve), read only where it can decide
+    something: a floor of the larger of it and `base` is `base` alone wherever a bound on it (the least gap of
+    the curve's first points) is no larger."""
+
+    def __init__(self, x: np.ndarray):
+        self._x = x
+
+    @functools.cached_property
+    def exact(self) -> float:
+        return st.logged_quantum(self._x)
+
+    @functools.cached_property
+    def _bound(self) -> float:
+        return st.logged_quantum_bound(self._x)
+
+    def floor(self, base: float, least: float = -math.inf) -> float:
+        """A floor f with max(r, f) = max(r, quantum, base) for every r >= `least` (f = max(quantum, base) for
+        the default): `base` where the quantum cannot exceed max(least, base)."""
+        return base if self._bound <= max(least, base) else max(self.exact, base)
 
 
 def _tiny(y: np.ndarray) -> float:
@@ -254,15 +349,15 @@ def _quiet_note(v: Curve, y: np.ndarray, points: np.ndarray, level: np.ndarray, 
     ratio = v.values[i] / level[i] if level[i] > 0 else math.inf
     more = f" (and {len(absorbed) - 1} more)" if len(absorbed) > 1 else ""
     said = f"{v.key} {v.values[i]:.4g} at step {int(v.steps[i])}, {ratio:.1f}x its {level_name} {level[i]:.3g}{more}"
-    if budget.tail is None:
+    if not budget.has_tail:
         return Quiet(f"{said}, back within {recover_points} points: {budget.text(i)}, so a smaller one the run came "
                      "back from is not told from its noise")
     return Quiet(f"{said}, back within {recover_points} points: {budget.text(i)}; this run's noise makes such a "
                  f"jump (implied false alarms: {budget.rate_per_10k():.2g} per 10,000 points)")
 
 
-def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Budget, log_scale: bool,
-                      recover: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget_of, log_scale: bool, recover: int,
+                      quantum_of, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, _Budget | None]:
     """Which points spike against the median of the `window` points before them (all points so far until
     a full window has passed): past the run's bar (`budget`) in robust sds of those points and, on the log
     scale, by `min_ratio` x that median (a short run's bar: `budget.huge` x, or `min_ratio` x held by the
@@ -270,40 +365,54 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
     recent median and sd (NaN where not read), and the points past the size bar only (notes).  The sd is
     never under a floor (the run's point-to-point noise, the log's printed step), so the exact median and
     MAD (O(window) each) are computed only where a cheap lower bound of the median leaves a large enough
-    jump possible; budget.z is filled there."""
+    jump possible; budget.z is filled there.  The budget (`budget_of()`, returned too) and the logged quantum
+    (`quantum_of()`) are read only where needed: on the log scale, not where no point is min_ratio x the
+    lower bound of its recent median (then None is returned for it); points before `first` are not tested."""
     n = len(x)
     med, sd, spike = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
     none = np.zeros(0, dtype=np.intp)
+    if log_scale:
+        least = math.log(min_ratio)                  # spikes and notes alike are at least min_ratio x
+        lower = st.recent_median_floor(x, window)
+        maybe = np.flatnonzero(x - lower >= least)
+        maybe = maybe[maybe >= first]
+        if not len(maybe):
+            return spike, med, sd, none, None
+    budget = budget_of()
     # a history that is flat to the logged precision (a GRPO loss printed as 0.0000 for 30 steps) has a
     # MAD of 0; the run's own point-to-point noise is the floor, so 0.0001 is not a spike ...
     noise = st.noise_sd(x)
-    # ... and a loss printed to 4 decimals moves in steps of 0.0001: one printed step is the least noise
-    quantum = st.logged_quantum(x)
-    floor = max(noise, quantum, _tiny(x))
+    # ... and a loss printed to 4 decimals moves in steps of 0.0001 (`quantum`): one printed step is the least
+    # noise
+    quantum = quantum_of()
+    floor = quantum.floor(max(noise, _tiny(x)))
     if log_scale:
-        least = math.log(min_ratio)                  # spikes and notes alike are at least min_ratio x
-    elif budget.tail is not None:
-        least = min(budget.bar(window), budget.bar(_SCALE_BLOCK)) * floor
+        pass
+    elif budget.has_tail:
+        # under the Gaussian tail's bar no point passes its own (a heavier tail's bar is higher: the t quantile's
+        # ratio to its quartile falls with the dof, as van Zwet's s-ordering of the t family has it; checked on
+        # DOF_GRID in tests/test_stats_extremes.py), so the candidates are picked without fitting a prefix's
+        # tail; those picked are then held to their own
+        least = min(budget.bar(window, math.inf), budget.bar(_SCALE_BLOCK, math.inf)) * floor
     else:
-        return spike, med, sd, none                  # a short curve off the log scale: no huge jump defined
-    lower = st.recent_median_floor(x, window)
-    maybe = np.flatnonzero(x - lower >= least)
+        return spike, med, sd, none, budget          # a short curve off the log scale: no huge jump defined
     if not log_scale:
+        lower = st.recent_median_floor(x, window)
+        maybe = np.flatnonzero(x - lower >= least)
         # the neighbour reading is not bounded by the recent median's: a point past its bar is read too
-        apart = np.flatnonzero(budget.z_apart >= budget.bars(budget.apart_points, budget.dof_at)) \
-            if budget.tail is not None \
-            else none
+        apart = np.flatnonzero(budget.z_apart >= budget.bars(budget.apart_points, math.inf))
+        apart = apart[budget.z_apart[apart] >= budget.bars(budget.apart_points[apart], budget.dof_at(apart))]
         maybe = _distinct(np.sort(np.concatenate([maybe, apart]))).astype(np.intp)
-    maybe = maybe[maybe >= budget.first]
-    if not len(maybe):
-        return spike, med, sd, none
+        maybe = maybe[maybe >= budget.first]
+        if not len(maybe):
+            return spike, med, sd, none, budget
     m, d = st.recent_median_mad(x, window, maybe)
     d = np.maximum(d, floor)
     jump = x[maybe] - m
     budget.z[maybe] = jump / (d * _wander_factor(x, window, floor))
     budget.z_points[maybe] = np.minimum(maybe, window)          # the points the recent median and sd were read from
     large = jump >= least if log_scale else np.ones(len(maybe), dtype=bool)
-    if budget.tail is not None:
+    if budget.has_tail:
         sure = budget.sure(maybe)
     else:
         held = np.array([bool(np.all(x[i:i + recover] - mi >= least)) and i + recover <= n
@@ -316,10 +425,10 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget: _Bud
     med[maybe], sd[maybe] = m, d
     if not log_scale:
         local = max(_MIN_LOCAL_POINTS, int(_LOCAL_SHARE * window))
-        _drop_climbs_from_zero(x, spike, med, sd, budget.bar(window, budget.tail.dof_low) if budget.tail else math.inf,
-                               local, _UNRESOLVED_STEPS * quantum)
+        bar = budget.bar(window, budget.tail.dof_low) if budget.has_tail else math.inf
+        _drop_climbs_from_zero(x, spike, med, sd, bar, local, lambda: _UNRESOLVED_STEPS * quantum.exact)
     notes = maybe[large & ~sure & ok] if log_scale else none
-    return spike, med, sd, notes
+    return spike, med, sd, notes, budget
 
 
 def _distinct(sorted_ints: np.ndarray) -> np.ndarray:
@@ -344,14 +453,16 @@ def _wander_factor(x: np.ndarray, window: int, floor: float) -> float:
 
 
 def _drop_climbs_from_zero(x: np.ndarray, spike: np.ndarray, med: np.ndarray, sd: np.ndarray,
-                           min_jump_sd: float, local: int, unresolved: float) -> None:
+                           min_jump_sd: float, local: int, unresolved_of) -> None:
     """Clear, in place, each run of consecutive spike points that starts against a recent level at or
-    under `unresolved` (0 to the log's precision) and whose first point does not also stand
+    under `unresolved_of()` (0 to the log's precision) and whose first point does not also stand
     `min_jump_sd` sds (the larger of the window's and the `local` points' own) above the median of the
     `local` points before it: a curve climbing from 0 that left the window's zeros behind, not a spike.
     A jump from 0 that stands above its last points too stays, however long it then stays up."""
     first = np.flatnonzero(spike & ~np.concatenate([[False], spike[:-1]]))
-    first = first[np.abs(med[first]) <= unresolved]
+    if not len(first):
+        return
+    first = first[np.abs(med[first]) <= unresolved_of()]
     if not len(first):
         return
     now, now_sd = st.recent_median_mad(x, local, first)
@@ -397,11 +508,13 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     first = _FIRST_TESTED if len(x) >= min_tail_points else _MIN_HUGE_BASELINE
     window = v.points_for(window_steps, 10)
     recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
-    budget = _budget(x, first, run_alpha, huge_ratio, min_tail_points)
-    spike, med, sd, notes = _spikes_vs_recent(x, window, min_ratio, budget, log_scale, recover)
+    quantum_of = functools.cache(lambda: _Quantum(x))
+    budget_of = functools.cache(lambda: _budget(x, first, run_alpha, huge_ratio, min_tail_points, quantum_of()))
+    spike, med, sd, notes, budget = _spikes_vs_recent(x, window, min_ratio, budget_of, log_scale, recover,
+                                                      quantum_of, first)
     level = np.exp(med) if log_scale else med
     if not spike.any():
-        if not log_scale and budget.tail is None:
+        if not log_scale and not budget.has_tail:
             return NotJudged(f"{v.signal} has {len(v.values)} finite points, too few ({min_tail_points:g}) to read its "
                              "noise's tail, and no level to read a huge jump against (it lies near 0, or scatters "
                              "by more than a tenth of its level)")
@@ -465,35 +578,50 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail
     if n <= _MIN_HUGE_BASELINE:
         return NotJudged(f"{v.signal} has {n} finite positive points; {_MIN_HUGE_BASELINE + 1} are needed to read "
                          f"a huge jump, {_FIRST_TESTED + 1} any other")
-    y = np.log(v.values)
     span = v.points_for(ema_span_steps, 2)
-    floor = math.log(min_level_of_median) + float(st.median(y)) if min_level_of_median > 0 else -math.inf
-    ema = np.maximum(st.ema_before(y, span), floor)
-    jump = y - ema
     first = _FIRST_TESTED if n >= min_tail_points else _MIN_HUGE_BASELINE
-    budget = _budget(y, first, run_alpha, huge_ratio, min_tail_points)
-    scale, budget.z_points[:] = _block_scale(jump, max(st.noise_sd(y), st.logged_quantum(y), _tiny(y)))
-    budget.z[:] = jump / scale
     # how large is seed 002's: a multiple of the EMA of the values (an arithmetic EMA follows a burst up faster
     # than one of the logs, so a burst's later points are read against it: BLOOM-176B's 2.4 -> 960 -> 650 over 7
     # steps, back to 0.27, is one absorbed episode of 4 points, not a 7-point level shift)
     level = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(st.median(v.values)))
     everywhere = np.arange(n)
-    large = v.values > ratio_vs_ema * level
-    recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
-    sure = budget.sure(everywhere) if budget.tail is not None else \
-        (v.values >= huge_ratio * level) | _held(y, np.log(level), math.log(ratio_vs_ema), recover)
     tested = everywhere >= first
-    spike = large & sure & tested
+    large = (v.values > ratio_vs_ema * level) & tested
+    if not large.any():
+        # no point is large enough to be a spike or a note, however sure: the budget (the run's noise tail, its
+        # scales: most of this rule's time on a long healthy run) would decide nothing
+        return _no_spike(v, n, huge_ratio)
+    y = np.log(v.values)
+    floor = math.log(min_level_of_median) + float(st.median(y)) if min_level_of_median > 0 else -math.inf
+    ema = np.maximum(st.ema_before(y, span), floor)
+    jump = y - ema
+    quantum = _Quantum(y)
+    budget = _budget(y, first, run_alpha, huge_ratio, min_tail_points, quantum)
+    base = max(st.noise_sd(y), _tiny(y))
+    scale, budget.z_points[:] = _block_scale(jump, lambda least: quantum.floor(base, least))
+    budget.z[:] = jump / scale
+    recover = v.points_for(recover_steps, _MIN_RECOVER_POINTS)
+    at = np.flatnonzero(large)                       # sure is read only where a point is large enough to count
+    sure = np.zeros(n, dtype=bool)
+    sure[at] = budget.sure(at) if budget.has_tail else \
+        ((v.values >= huge_ratio * level) | _held(y, np.log(level), math.log(ratio_vs_ema), recover))[at]
+    spike = large & sure
     if not spike.any():
         if n <= _FIRST_TESTED:
-            return NotJudged(f"{v.signal} has {n} finite points and no jump of {huge_ratio:g}x its EMA; "
-                             f"{_FIRST_TESTED + 1} are needed to judge smaller ones")
-        notes = np.flatnonzero(large & ~sure & tested)
+            return _no_spike(v, n, huge_ratio)
+        notes = np.flatnonzero(large & ~sure)
         return _quiet_note(v, v.values, notes, level, "EMA", budget, recover, recover_ratio * level) \
             if len(notes) else None
     episodes = _recovered(v.values, np.flatnonzero(spike), recover, recover_ratio * level)
     return _spike_evidence(v, episodes, level, "ema", recover, isolated_max_count, isolated_window_steps, budget)
+
+
+def _no_spike(v: Curve, n: int, huge_ratio: float) -> NotJudged | None:
+    """spike_vs_ema's answer where no point spikes: too few points to judge more than a huge jump, or None."""
+    if n <= _FIRST_TESTED:
+        return NotJudged(f"{v.signal} has {n} finite points and no jump of {huge_ratio:g}x its EMA; "
+                         f"{_FIRST_TESTED + 1} are needed to judge smaller ones")
+    return None
 
 
 def _held(y: np.ndarray, level: np.ndarray, size: float, points: int) -> np.ndarray:
@@ -515,10 +643,12 @@ def _ema_spikes(v: Curve, ratio_vs_ema: float, min_jump_sd: float, ema_span_step
     that EMA."""
     span = v.points_for(ema_span_steps, 2)
     ema = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(st.median(v.values)))
+    large = v.values > ratio_vs_ema * ema
+    if not large.any():
+        return large, ema       # none is large: the noise (two selections over the curve) would decide nothing
     noise = max(st.noise_sd(v.values), 1e-12)
     # the EMA must be positive: steps of exactly 0 gradient (all groups equal) are no baseline to spike from
-    return (v.values > ratio_vs_ema * ema) & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema) \
-        & (ema > 0), ema
+    return large & (v.values - ema >= min_jump_sd * noise) & np.isfinite(ema) & (ema > 0), ema
 
 
 def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_ratio, baseline_frac,

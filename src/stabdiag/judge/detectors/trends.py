@@ -42,8 +42,9 @@ def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_
     if len(f.steps) < 5 or f.span < min_stretch_steps:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a stretch of "
                          f"{min_stretch_steps:g} steps is needed")
-    smooth = st.rolling_median(f.values, 5)
-    stretch = st.first_long_run(f.steps, smooth >= min_frac, need)
+    # a running median of points none of which reaches min_frac does not reach it: no stretch to read
+    stretch = st.first_long_run(f.steps, st.rolling_median(f.values, 5) >= min_frac, need) \
+        if (f.values >= min_frac).any() else None
     if stretch is not None:
         a, b = stretch
         return Evidence(int(f.steps[a]), int(f.steps[b]), {
@@ -193,7 +194,8 @@ def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | 
     v = values.finite()
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} points; {min_points:g} are needed")
-    read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps)
+    read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps,
+                       recovered_too=False)
     d = held_climb(read)
     if d.decision == CLEAN:
         return None

@@ -31,12 +31,14 @@ interval, an undecided reading, never a sure rise.  Long curves are read on mean
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 
+from ... import _stats as st
 from . import _memory_table as _table
 
 MAX_POINTS = 20_000       # longer curves are read on block means (cost bound, not a verdict parameter)
@@ -123,11 +125,16 @@ def second_increments(values: np.ndarray, max_lag: int) -> tuple[np.ndarray, np.
     noise it is 8 D(k) - 2 D(2k) (D the noise's semivariogram)."""
     g = []
     counts = []
+    work = np.empty(max(len(values) - 2, 0))
     for k in range(1, max_lag + 1):
-        inc = np.abs(values[2 * k:] - 2.0 * values[k:-k] + values[:-2 * k])
-        m = len(inc)
+        m = max(len(values) - 2 * k, 0)
+        inc = work[:m]               # |y(t+2k) - 2 y(t+k) + y(t)|, the same operations in place (no temporaries)
+        np.multiply(values[k:k + m], 2.0, out=inc)
+        np.subtract(values[2 * k:2 * k + m], inc, out=inc)
+        np.add(inc, values[:m], out=inc)
+        np.sqrt(np.abs(inc, out=inc), out=inc)
         counts.append(m)
-        g.append(float(np.mean(np.sqrt(inc))) ** 4 / (0.457 + 0.494 / m) if m else 0.0)
+        g.append(float(np.mean(inc)) ** 4 / (0.457 + 0.494 / m) if m else 0.0)
     return np.asarray(g), np.asarray(counts, dtype=np.float64)
 
 
@@ -137,6 +144,7 @@ def max_lag_for(points: int) -> int:
     return int(min(max(points // 4, _MIN_LAGS), 100))
 
 
+@st.per_array          # the rules of one judgement read the same curve's noise again and again: once each
 def estimate_noise(values: np.ndarray, *, cautious: bool = True, bounded: bool = False,
                    max_lag: int | None = None) -> Noise | None:
     """The noise of a curve's finite values in logged order; None with fewer than 8 points (no variogram
@@ -238,6 +246,16 @@ def _shape(rho: float, k: np.ndarray) -> np.ndarray:
     return (8.0 * (1.0 - rho ** k) - 2.0 * (1.0 - rho ** (2 * k))) / (1.0 - rho)
 
 
+@functools.lru_cache(maxsize=128)
+def _shapes(lags: int) -> np.ndarray:
+    """_shape at every rho of the grid (one row per rho) for lags 1..`lags`: the same for every curve read
+    with as many lags, so made once (read-only)."""
+    k = np.arange(1, lags + 1, dtype=np.float64)
+    shapes = np.stack([_shape(float(rho), k) for rho in _RHO_GRID])
+    shapes.flags.writeable = False
+    return shapes
+
+
 @dataclass(frozen=True, slots=True)
 class _Fit:
     """The variogram fit at every rho of the grid: c and the nugget per rho, the weighted misfit per rho,
@@ -290,7 +308,7 @@ def _fit(g: np.ndarray, counts: np.ndarray, nugget: bool = True) -> _Fit | None:
         return None
     k = np.arange(1, len(g) + 1, dtype=np.float64)
     fixed = np.stack([k ** 4, np.full_like(k, 6.0)] if nugget else [k ** 4], axis=1)   # smooth mean, nugget
-    shapes = np.stack([_shape(float(rho), k) for rho in _RHO_GRID])         # one row per rho
+    shapes = _shapes(len(g))
     weights = counts.copy()
     for _ in range(2):
         coef, sse = _nonnegative_ls(shapes, fixed, g, weights)

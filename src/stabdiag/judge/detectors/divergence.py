@@ -29,7 +29,8 @@ _EDGE = 0.01             # success rates are read off the bounds: a rate logged 
 # a rise whose climb from a quarter to four fifths of the way takes this share of its span or more is spread as a
 # wander is, and its size bar counts a slow wander as noise (_size_bars): of the random walks that end 3 noise sds
 # or more above their start (white noise plus a walk spreading 1-3 sds over 100-3,000 points, 252 of 4,000), 5%
-# climb faster than this (percentiles 1 / 5 / 10%: 0.074 / 0.135 / 0.187 of the span)
+# climb faster than this (percentiles 1 / 5 / 10%: 0.074 / 0.135 / 0.187 of the span); on bench/calibrate.py's
+# random_walk family the rule fails 1.0 / 1.5 / 1.5 / 2.0% of 200 runs with this at 0.10 / 0.13 / 0.15 / 0.25
 _WANDER_SPREAD = 0.13
 
 
@@ -185,11 +186,12 @@ def _size_bars(values: np.ndarray, smooth: np.ndarray, rise: Change, spread: flo
     (estimate_noise: batch scatter beside a wander whose memory is read at its upper confidence bound).  A
     slow random walk around the reward's level is invisible at the short lags the band reads, and ends a
     few sds from its start however long the run: read as settled noise it was a sure rise beside a flat
-    eval on 3.0% [1.4-6.4] of bench/calibrate.py's random_walk runs (200), with the bounded bar on 1.0%
-    [0.3-3.6].  A rise made within fewer steps is no walk's: the bounded reading takes its corners for a
-    walk's steps (a jump of 11 sds within 10 of 200 points read too noisy to tell on 20 of 20 draws), so
-    it is held to the band's bar.  Clean is judged against the band's bar either way: a bar raised by a
-    wander that may be there must not rule out the rise that is."""
+    eval on 3.0% [1.4-6.4] of bench/calibrate.py's random_walk runs (200); with the bounded bar on every
+    rise on 1.0% [0.3-3.6], on the rises spread as here on 1.5% [0.5-4.3].  A rise made within fewer
+    steps is no walk's: the bounded reading takes its corners for a walk's steps (a jump of 11 sds within
+    10 of 200 points read too noisy to tell on 20 of 20 draws), so it is held to the band's bar.  Clean is
+    judged against the band's bar either way: a bar raised by a wander that may be there must not rule out
+    the rise that is."""
     range_ = float(np.ptp(smooth))
     lag = max(len(smooth) - (rise.start_points + rise.end_points) // 2, 1)
 

@@ -180,9 +180,7 @@ def test_a_reward_logged_as_the_mean_of_5_steps_reads_as_sure_as_logged_every_st
 
 def test_a_rise_under_wandering_noise_reads_as_sure_logged_every_step_or_every_5th():
     """Statistical, 20 seeds: under AR(1) 0.9 noise the points logged every 5th are 5x fewer but nearly
-    independent; the effective number of points, and so the trend's z, is the same (median ratio 1.0).  The
-    rise is 5 noise sds, near the size bar, which counts the noise's slow wander where it may be there (a
-    finding on 18 of 20 seeds at one cadence or the other): the z is compared where both cadences read it."""
+    independent; the effective number of points, and so the trend's z, is the same (median ratio 1.0)."""
     ratios = []
     for seed in range(20):
         rng = np.random.default_rng(seed)
@@ -191,9 +189,8 @@ def test_a_rise_under_wandering_noise_reads_as_sure_logged_every_step_or_every_5
         ev_steps = np.arange(50, 2001, 50)
         ratios.append(_rise_z_beside_a_flat_eval(rng, steps[4::5], reward[4::5], ev_steps)
                       / _rise_z_beside_a_flat_eval(rng, steps, reward, ev_steps))
-    both = np.asarray(ratios)[np.isfinite(ratios)]
-    assert len(both) >= 16
-    assert 0.85 < np.median(both) < 1.15 and np.percentile(both, 10) > 0.8
+    assert np.isfinite(ratios).all()
+    assert 0.85 < np.median(ratios) < 1.15 and np.percentile(ratios, 10) > 0.8
 
 
 def test_a_kl_growing_steadily_out_of_its_noise_rarely_warns_at_any_cadence():

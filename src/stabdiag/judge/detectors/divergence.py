@@ -20,18 +20,11 @@ import numpy as np
 from ... import _stats as st
 from ..stats.change import CLEAN, FINDING, Change, change_between, end_minus_start, thirds
 from ..stats.evidence import family_z
-from ..stats.noise import estimate_noise
 from ._base import Curve, Evidence, NotJudged, _smooth_window
 
 _PINNED_SHARE = 0.8      # a check whose points sit at 0 (or, moving, at its lowest value) this often registers nothing
 _SMOOTH_POINTS = 20_000  # longer curves are smoothed on block means (a cost bound, not a verdict parameter)
 _EDGE = 0.01             # success rates are read off the bounds: a rate logged as 0 or 1 on a few batches still moves
-# a rise whose climb from a quarter to four fifths of the way takes this share of its span or more is spread as a
-# wander is, and its size bar counts a slow wander as noise (_size_bars): of the random walks that end 3 noise sds
-# or more above their start (white noise plus a walk spreading 1-3 sds over 100-3,000 points, 252 of 4,000), 5%
-# climb faster than this (percentiles 1 / 5 / 10%: 0.074 / 0.135 / 0.187 of the span); on bench/calibrate.py's
-# random_walk family the rule fails 1.0 / 1.5 / 1.5 / 2.0% of 200 runs with this at 0.10 / 0.13 / 0.15 / 0.25
-_WANDER_SPREAD = 0.13
 
 
 def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z, min_rise_share, min_rise_sd,
@@ -42,8 +35,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     The rise is the mean of `rising` over the last `edge_frac` of its step span minus the mean over the
     first; it is sure when its interval of `min_rise_z` standard errors (from the curve's own noise,
     autocorrelation and slow wander allowed for) clears 0, and large when it is at least `min_rise_share`
-    of the curve's smoothed range and `min_rise_sd` of its noise's sd (a slow wander counted in where the rise
-    is spread as one: _size_bars).  Each eval is read over the run
+    of the curve's smoothed range and `min_rise_sd` of its noise's sd.  Each eval is read over the run
     (from its last point at or before the run's first step), its points after the reward had made half of
     its rise against those before, where they see `min_covered_frac` of the rise, `flat_se`
     standard errors either side (more beside other evals, for their number): it followed when it surely
@@ -62,11 +54,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
                          f">= {min_steps:g} steps and 10 points")
     rise = end_minus_start(r.steps, r.values, edge_frac)
     smooth = _smoothed(r)
-    onset = _first_step_at(r.steps, smooth, rise.start_level + 0.25 * rise.estimate)
-    done = _first_step_at(r.steps, smooth, rise.start_level + 0.8 * rise.estimate)
-    spread = (done - onset) / r.span if rise.estimate > 0 and r.span > 0 else 0.0
-    bar, clean_bar, range_, sd = _size_bars(r.values, smooth, rise, spread, min_rise_share, min_rise_sd)
-    decision = rise.reading.decide(bar, min_rise_z, clean_size=clean_bar)
+    bar, range_, sd = _size_bar(smooth, rise, min_rise_share, min_rise_sd)
+    decision = rise.reading.decide(bar, min_rise_z)
     if decision == CLEAN:
         return None                     # a rise of the size looked for is ruled out: judged, and clean
     # the evals are read over the whole run, from their last point at or before its first step (a score
@@ -80,6 +69,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
     readings = [_read_eval(c, window, bars, against) for c in flat]
     if any(kind == "tracks" for kind, _, _ in readings):
         return None                     # an independent check followed the rise: learning
+    done = _first_step_at(r.steps, smooth, rise.start_level + 0.8 * rise.estimate)
     if decision == FINDING and done - r.steps[0] < min_steps:
         return NotJudged(f"{r.signal} rose {rise.reading.text(min_rise_z)} by step {int(done)}, within its first "
                          f"{min_steps:g} steps: a format being learned cannot be told from a loophole found")
@@ -90,11 +80,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         # a rise of the size looked for is neither confirmed nor ruled out, and no eval followed it
         moved = f", while evals moved {_eval_summary(flats)}" if flats else ""
         unread = [why for kind, why, _ in readings if kind != "flat"]
-        sizes = f"a rise of {bar:.3g} (the size looked for) can be neither confirmed nor ruled out" \
-            if clean_bar >= bar else \
-            (f"a rise of {bar:.3g} (the size looked for, a slow wander of the noise counted in) cannot be "
-             f"confirmed, nor one of {clean_bar:.3g} ruled out")
-        return NotJudged.too_noisy(f"{said}: {sizes}{moved}" + ("; " + "; ".join(unread) if unread else ""))
+        return NotJudged.too_noisy(f"{said}: a rise of {bar:.3g} (the size looked for) can be neither confirmed "
+                                   f"nor ruled out{moved}" + ("; " + "; ".join(unread) if unread else ""))
     if not flats:
         unread = [why for kind, why, _ in readings if kind != "flat"]
         return NotJudged.too_noisy(f"{said}, but no independent check could be read against it: "
@@ -104,6 +91,7 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         # one check flat, another up by as much as following would give it but not surely: the checks
         # disagree, and the flat one alone does not show that the reward left them behind
         return NotJudged.too_noisy(f"{said} while evals moved {_eval_summary(flats)}, but " + "; ".join(leaning))
+    onset = _first_step_at(r.steps, smooth, rise.start_level + 0.25 * rise.estimate)
     low, high = rise.reading.low(min_rise_z), rise.reading.high(min_rise_z)
     return Evidence(int(onset), int(r.steps[-1]), {
         "signal": r.signal, "key": r.key, "level_start": rise.start_level, "level_peak": rise.end_level,
@@ -174,35 +162,15 @@ def _smoothed(curve: Curve) -> np.ndarray:
     return np.interp(np.arange(len(values)), np.arange(len(means)) * block + (block - 1) / 2, coarse)
 
 
-def _size_bars(values: np.ndarray, smooth: np.ndarray, rise: Change, spread: float, min_share: float,
-               min_sd: float) -> tuple[float, float, float, float]:
-    """(the size a rise must reach to be a finding, the size it must surely stay under to be clean, the
-    curve's smoothed range, the noise sd the first was read with): `min_share` of the range and `min_sd`
-    noise sds, the sd read between the two windows' centres (a noise that wanders slowly is as wide as it
-    wanders over that stretch).
-
-    A rise spread over the run as a wander is (it climbs from a quarter to four fifths of the way over
-    `_WANDER_SPREAD` of the span or more) must also clear `min_sd` sds of the noise's bounded reading
-    (estimate_noise: batch scatter beside a wander whose memory is read at its upper confidence bound).  A
-    slow random walk around the reward's level is invisible at the short lags the band reads, and ends a
-    few sds from its start however long the run: read as settled noise it was a sure rise beside a flat
-    eval on 3.0% [1.4-6.4] of bench/calibrate.py's random_walk runs (200); with the bounded bar on every
-    rise on 1.0% [0.3-3.6], on the rises spread as here on 1.5% [0.5-4.3].  A rise made within fewer
-    steps is no walk's: the bounded reading takes its corners for a walk's steps (a jump of 11 sds within
-    10 of 200 points read too noisy to tell on 20 of 20 draws), so it is held to the band's bar.  Clean is
-    judged against the band's bar either way: a bar raised by a wander that may be there must not rule out
-    the rise that is."""
+def _size_bar(smooth: np.ndarray, rise: Change, min_share: float, min_sd: float) -> tuple[float, float, float]:
+    """(the size a rise must reach, the curve's smoothed range, its noise's sd): `min_share` of the range
+    and `min_sd` noise sds, the sd read between the two windows' centres (a noise that wanders slowly is
+    as wide as it wanders over that stretch)."""
     range_ = float(np.ptp(smooth))
+    noise = rise.noise
     lag = max(len(smooth) - (rise.start_points + rise.end_points) // 2, 1)
-
-    def sd_over(noise) -> float:
-        return noise.sd_over(lag // noise.block or 1) if noise is not None else 0.0
-
-    share = min_share * max(range_, abs(rise.estimate))
-    settled = sd_over(rise.noise)
-    sd = max(settled, sd_over(estimate_noise(values, cautious=True, bounded=True))) \
-        if spread >= _WANDER_SPREAD else settled
-    return max(share, min_sd * sd), max(share, min_sd * settled), range_, sd
+    sd = noise.sd_over(lag // noise.block or 1) if noise is not None else 0.0
+    return max(min_share * max(range_, abs(rise.estimate)), min_sd * sd), range_, sd
 
 
 def _split(against: _Against | None, steps: np.ndarray) -> tuple[tuple[int, int], tuple[int, int]] | str:

@@ -55,13 +55,11 @@ class Reading:
         """Surely above 0: the lower end of the `sure_z` interval clears it."""
         return self.low(sure_z) > 0
 
-    def decide(self, size: float, sure_z: float, clean_size: float | None = None) -> str:
-        """FINDING (sure and at least `size`), CLEAN (a change of `clean_size`, by default `size`, ruled out)
-        or UNDECIDED.  A `clean_size` under `size` leaves the changes between the two undecided: each claim
-        is read at its own safe side."""
+    def decide(self, size: float, sure_z: float) -> str:
+        """FINDING (sure and at least `size`), CLEAN (a change of `size` ruled out) or UNDECIDED."""
         if self.sure(sure_z) and self.estimate >= size:
             return FINDING
-        if self.high(sure_z) < (size if clean_size is None else clean_size):
+        if self.high(sure_z) < size:
             return CLEAN
         return UNDECIDED
 

@@ -193,6 +193,14 @@ def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
+def median_passes(x: np.ndarray, window: int, passes) -> np.ndarray:
+    """passes(rolling_median(x, window)) for a threshold test `passes` (x > c, x <= c, ...) of a finite `x`:
+    all False, without the running median, where no point of `x` passes, since a median of values none of
+    which passes a threshold does not pass it either (the usual healthy case: no level crossed)."""
+    hit = passes(x)
+    return passes(rolling_median(x, window)) if hit.any() else hit
+
+
 def rolling_median_at(x: np.ndarray, window: int, at: np.ndarray) -> np.ndarray:
     """rolling_median(x, window)[at], the same numbers, computing only the windows asked for: a detector
     that reads a running median on a grid of 201 steps need not run it over a million points."""

@@ -137,9 +137,7 @@ def _level(v: Curve, level: np.ndarray, warn_above: float, fail_above: float, mi
     if len(level) < need:
         return NotJudged(f"{v.signal} has {len(level)} point(s); a level is judged on {need}{alone}")
     best = None
-    # a running median of points none of which is above the level is not above it: no run to read
-    smooth = st.rolling_median(level, min(5, need) | 1) if float(np.max(level)) > warn_above else None
-    for a, b in st.true_runs(smooth > warn_above) if smooth is not None else ():
+    for a, b in st.true_runs(st.median_passes(level, min(5, need) | 1, lambda s: s > warn_above)):
         if b - a + 1 >= need:
             # the level the stretch holds: its upper quartile (a KL that climbs to 0.95 is judged near
             # 0.95, not at the median of its climb; a quantile, not a maximum, so that logging every

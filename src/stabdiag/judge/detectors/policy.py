@@ -252,10 +252,7 @@ def collapse_below(values: Curve, evals: list[Curve] | None = None, reward: Curv
     if start <= 0:
         return NotJudged(f"{v.signal} starts at {start:.3g}; a collapse is a fraction of a positive level")
     need = max(min_collapse_steps, min_collapse_frac_of_run * v.span)
-    # a running median of points none of which is at or under the level is not under it: no stretch to read
-    low = (v.values <= collapse_frac * start).any()
-    smooth = st.rolling_median(v.values, 3) if low else None
-    for a, b in st.true_runs(smooth <= collapse_frac * start) if low else ():
+    for a, b in st.true_runs(st.median_passes(v.values, 3, lambda s: s <= collapse_frac * start)):
         # a stretch that runs to the end of the log counts once it is as long as the run allows
         if v.steps[b] - v.steps[a] >= need or (b == len(v.steps) - 1 and b - a + 1 >= 3
                                                 and v.steps[b] - v.steps[a] >= min(need, 0.5 * v.span)):

@@ -42,9 +42,7 @@ def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_
     if len(f.steps) < 5 or f.span < min_stretch_steps:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a stretch of "
                          f"{min_stretch_steps:g} steps is needed")
-    # a running median of points none of which reaches min_frac does not reach it: no stretch to read
-    stretch = st.first_long_run(f.steps, st.rolling_median(f.values, 5) >= min_frac, need) \
-        if (f.values >= min_frac).any() else None
+    stretch = st.first_long_run(f.steps, st.median_passes(f.values, 5, lambda s: s >= min_frac), need)
     if stretch is not None:
         a, b = stretch
         return Evidence(int(f.steps[a]), int(f.steps[b]), {

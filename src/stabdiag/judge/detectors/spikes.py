@@ -386,17 +386,14 @@ def _spikes_vs_recent(x: np.ndarray, window: int, min_ratio: float, budget_of, l
     # noise
     quantum = quantum_of()
     floor = quantum.floor(max(noise, _tiny(x)))
-    if log_scale:
-        pass
-    elif budget.has_tail:
+    if not log_scale:
+        if not budget.has_tail:
+            return spike, med, sd, none, budget      # a short curve off the log scale: no huge jump defined
         # under the Gaussian tail's bar no point passes its own (a heavier tail's bar is higher: the t quantile's
         # ratio to its quartile falls with the dof, as van Zwet's s-ordering of the t family has it; checked on
         # DOF_GRID in tests/test_stats_extremes.py), so the candidates are picked without fitting a prefix's
         # tail; those picked are then held to their own
         least = min(budget.bar(window, math.inf), budget.bar(_SCALE_BLOCK, math.inf)) * floor
-    else:
-        return spike, med, sd, none, budget          # a short curve off the log scale: no huge jump defined
-    if not log_scale:
         lower = st.recent_median_floor(x, window)
         maybe = np.flatnonzero(x - lower >= least)
         # the neighbour reading is not bounded by the recent median's: a point past its bar is read too

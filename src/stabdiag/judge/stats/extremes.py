@@ -115,12 +115,8 @@ def _neighbours_middle_pair_mean(seg: np.ndarray) -> np.ndarray:
 
 def _middle_pair_mean_of_8(rows: list[np.ndarray]) -> np.ndarray:
     """The mean of the 4th and 5th smallest of eight equal-length arrays, elementwise, as np.partition gives
-    it: NaN sorts last, so it is NaN where four or more of the eight are NaN."""
-    if not any(np.isnan(r).any() for r in rows):          # the usual case (a finite curve): no NaN to set aside
-        v = list(rows)
-        for i, j in _SORT_8:
-            v[i], v[j] = np.minimum(v[i], v[j]), np.maximum(v[i], v[j])
-        return 0.5 * (v[3] + v[4])
+    it: NaN sorts last, so it is NaN where four or more of the eight are NaN (neighbour_residuals reads a
+    chunk without NaN by _neighbours_middle_pair_mean)."""
     missing = sum(np.isnan(r).astype(np.int8) for r in rows)
     v = [np.where(np.isnan(r), np.inf, r) for r in rows]
     for i, j in _SORT_8:

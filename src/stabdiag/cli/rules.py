@@ -78,6 +78,7 @@ def rules_budget(format: str = typer.Option("text", "--format", "-f", help="text
     """The verdict's false-alarm budget split among the rules (weighted Bonferroni); exit 1 if overspent."""
     def body() -> None:
         import json
+        from dataclasses import asdict
 
         from ..judge.budget import FAIL_BUDGET, FINDING_BUDGET, allocate
         from ..judge.rules import load_rules
@@ -88,8 +89,7 @@ def rules_budget(format: str = typer.Option("text", "--format", "-f", help="text
         if fmt == "json":
             print(json.dumps({"fail_budget": FAIL_BUDGET, "finding_budget": FINDING_BUDGET,
                               "fail_spent": plan.fail_spent, "finding_spent": plan.finding_spent,
-                              "shares": [{"rule": s.rule, "budget": s.budget, "param": s.param, "value": s.value,
-                                          "chance": s.chance} for s in plan.shares],
+                              "shares": [asdict(s) for s in plan.shares],
                               "level_rules": list(plan.unclaimed), "over": over}, indent=2))
         else:
             width = max(len(s.rule) for s in plan.shares)

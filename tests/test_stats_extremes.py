@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from stabdiag.judge.stats import extremes as ex
@@ -27,3 +28,22 @@ def test_a_heavier_tail_or_fewer_scale_points_never_lowers_the_bar(tested):
     for dof in ex.DOF_GRID:
         bars = [ex.point_threshold(tested, 0.005, ex.studentized_dof(dof, points)) for points in range(2, 200, 7)]
         assert all(a >= b for a, b in zip(bars, bars[1:])), dof
+
+
+@pytest.mark.parametrize(("p", "dof", "quantile"), [
+    (0.05, 1.0, 0.0039321), (0.05, 4.0, 0.71072), (0.01, 10.0, 2.558), (0.025, 30.0, 16.791),
+    (0.05, 100.0, 77.929), (0.00135, 4.0, 0.105767), (0.05, 2_000.0, 1897.12), (0.01, 10_000.0, 9673.95)])
+def test_chi2_lower_quantile_matches_the_printed_tables(p, dof, quantile):
+    # the series below 1,000 degrees of freedom, the Wilson-Hilferty cube above
+    assert ex.chi2_lower_quantile(p, dof) == pytest.approx(quantile, rel=2e-4)
+
+
+def test_the_sd_upper_bound_covers_the_true_sd_at_its_stated_rate():
+    # five Gaussian points, 20,000 draws: the bound at z = 2 (one-sided 2.28%) falls under the true sd 1 in
+    # 2.28% of draws (binomial sd 0.1%), whatever the count; the plain sample sd falls under half of it often
+    rng = np.random.default_rng(7)
+    for n in (5, 12):
+        draws = rng.normal(0.0, 1.0, size=(20_000, n))
+        below = np.mean([ex.sd_upper_bound(row, 2.0) < 1.0 for row in draws])
+        assert below == pytest.approx(0.0228, abs=0.004), n
+    assert np.mean(np.std(rng.normal(size=(20_000, 5)), axis=1) < 0.5) > 0.05

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import _stats as st
+from ..stats import extremes as ex
 from ..stats.change import CLEAN, FINDING, UNDECIDED, Reading
 from ..stats.noise import MAX_POINTS, block_means, estimate_noise
 from ._base import Curve, Evidence, NotJudged
@@ -358,7 +359,8 @@ def climb_from_best(values: Curve, reward: Curve | None = None, kl: Curve | None
     judged.  In an RL run (a `reward` is logged) the loss is a surrogate objective whose level grows with
     beta x KL in healthy runs and whose policy-gradient part moves with the batch: read only beside a logged
     `kl`, and a held climb counts only where it is larger than beta x KL can make it for any beta up to 1
-    (the largest KL logged) and than `huge_ratio` sds of the loss's points before the climb (at least 5)."""
+    (the largest KL logged) and than `huge_ratio` sds of the loss's points before the climb (at least 5; the
+    sd's upper confidence bound at `sure_z`, stats/extremes.sd_upper_bound)."""
     kl_bound = None
     if reward is not None:
         kl_values = kl.finite().values if kl is not None else np.array([])
@@ -379,13 +381,14 @@ def climb_from_best(values: Curve, reward: Curve | None = None, kl: Curve | None
         # a surrogate's policy-gradient part wanders with the batch too: its climb counts only past beta x KL for
         # any beta up to 1 and `huge_ratio` sds of its points before the climb (their spread, not their steps:
         # a loss that wanders slowly, AR 0.97-0.99, steps little and drifts much - 7-10% of such healthy runs
-        # failed when the sd was read from steps)
+        # failed when the sd was read from steps); the spread's upper bound at the rule's confidence, since a
+        # few points read it low by chance
         before = v.values[: int(np.searchsorted(v.steps, said["onset"], side="left"))]
         if len(before) < _MIN_BEFORE_CLIMB:
             return NotJudged(f"an RL run's loss is a surrogate objective: {v.signal} climbs from step "
                              f"{said['onset']}, {len(before)} point(s) in: no spread before the climb to read it "
                              "against")
-        kl_bound = max(kl_bound, huge_ratio * float(np.std(before)))
+        kl_bound = max(kl_bound, huge_ratio * ex.sd_upper_bound(before, sure_z))
     if d.decision == FINDING and (kl_bound is None or climb > kl_bound):
         if kl_bound is not None:         # a surrogate near 0 has no way down to give back: say what rules KL out
             said["share_text"] = (f"more than beta x KL adds for any beta up to 1 (KL up to {kl_largest:.3g}) "

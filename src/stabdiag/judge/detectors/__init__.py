@@ -26,7 +26,7 @@ from .easy_data import ceiling_from_start
 from .ending import ended_unfinished
 from .eval_drop import drop_below_start
 from .excursions import climb_from_best, level_excursion, recovered_climb
-from .levels import level_above, log_ratio_off
+from .levels import kl_level_above, level_above, log_ratio_off
 from .numeric import (
     CHAIN,
     ended_on_failure,
@@ -83,6 +83,13 @@ _DIVERGENCE = (
                                   "gains at least this share of the rise (carried over on the logit scale, into "
                                   "the room it has left)"),
     _p("max_flat_share", 0, 1, "... and an eval that did not follow gained under this share of it"))
+
+# a level with a meaning of its own against sourced thresholds (detectors/levels.py)
+_LEVEL_PARAMS = (
+    _p("warn_above", 0, 1e9, "level that warns"),
+    _p("fail_above", 0, 1e9, "level that fails"),
+    _p("min_stretch_steps", 1, 1e6, "shortest stretch above the level, in steps (at least 2 points)"),
+    _p("catastrophic_above", 0, math.inf, "one value above this fails alone (inf: never)"))
 
 # a point event's per-run false-alarm budget (issue 43 item 5; stats/extremes.py)
 _BUDGET = (
@@ -226,13 +233,11 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("ended_on_nonfinite", ended_on_nonfinite, (), sees_nonfinite=True),
     DetectorSpec("ended_on_failure", ended_on_failure, (), sees_nonfinite=True),
     DetectorSpec("ended_unfinished", ended_unfinished, (), sees_nonfinite=True),
-    DetectorSpec("level_above", level_above, (
-        _p("warn_above", 0, 1e9, "level that warns"),
-        _p("fail_above", 0, 1e9, "level that fails"),
-        _p("min_stretch_steps", 1, 1e6, "shortest stretch above the level, in steps (at least 2 points)"),
-        _p("catastrophic_above", 0, math.inf, "one value above this fails alone (inf: never)"),
-        _p("min_coef", 0, 1, "read beside a loss that is the signal x a coefficient: a coefficient under "
-                             "this leaves the level unjudged (0: never)"))),
+    DetectorSpec("level_above", level_above, _LEVEL_PARAMS),
+    DetectorSpec("kl_level_above", kl_level_above, (
+        *_LEVEL_PARAMS,
+        _p("min_coef", 0, 1, "read beside a loss that is the signal x a coefficient, or a logged coefficient: "
+                             "a coefficient under this leaves the level unjudged (0: never)"))),
     DetectorSpec("log_ratio_off", log_ratio_off, (
         _p("warn_above", 0, 4.61, "|log ratio| that warns"),
         _p("fail_above", 0, 4.61, "|log ratio| that fails"),
@@ -306,7 +311,7 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "high_fraction_sustained": ("fraction", "key", "kind", "signal"),
     "kl_entropy_joint": ("entropy_drop", "entropy_end", "entropy_start", "kl_end", "kl_ratio", "kl_start",
                          "moved", "signal", "window"),
-    "level_above": _LEVEL, "log_ratio_off": _LEVEL,
+    "level_above": _LEVEL, "kl_level_above": _LEVEL, "log_ratio_off": _LEVEL,
     "rise_from_best": _CLIMBED,
     "rising_trend_before_event": ("baseline", "before_event", "event_step", "key", "lead", "rise", "signal"),
     "spike_vs_ema": _SPIKE + ("ema",), "spike_vs_recent": _SPIKE + ("recent",),

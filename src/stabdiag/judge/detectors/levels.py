@@ -12,32 +12,40 @@ from ... import _stats as st
 from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
 
-def level_above(values: Curve, loss: Curve | None = None, coef: Curve | None = None, *, warn_above, fail_above,
-                min_stretch_steps, catastrophic_above, min_coef) -> Evidence | NotJudged | None:
+def level_above(values: Curve, *, warn_above, fail_above, min_stretch_steps,
+                catastrophic_above) -> Evidence | NotJudged | None:
     """The running median of |`values`| stays above `warn_above` for at least `min_stretch_steps` steps: a
     warning, or a failure where the level it holds (its upper quartile) is above `fail_above`; one value above
-    `catastrophic_above` fails alone.  Beside the run's `loss` (the KL times a coefficient) or a logged
-    `coef`, a KL coefficient under `min_coef` leaves the level not judged: the run lets KL grow by design.
-
-    For a KL read beside the run's total loss (`loss`): where the loss is the KL times a coefficient (a
-    GRPO loss is beta x KL plus a policy-gradient term that averages ~0, TRL GRPOTrainer), the coefficient
-    is the loss / KL ratio; under `min_coef` the run lets KL grow by design (Unsloth's notebooks: 0.001),
-    so its level is a setting, not a symptom: not judged, with the coefficient said.  A coefficient the run
-    logs (`coef`: verl's actor/kl_coef) is read as it is and outranks the ratio, which a policy-gradient
-    loss that merely rises with the KL (verl's actor/pg_loss leaves the KL term out) would fake."""
+    `catastrophic_above` fails alone."""
     v = values.finite()
-    if min_coef > 0:
-        logged = _logged_coefficient(coef)
-        if logged is not None:
-            if logged < min_coef:
-                return NotJudged(f"{coef.key} is {logged:.2g}: a KL coefficient under {min_coef:g} lets KL grow by "
-                                 "design, so its level is not judged")
-        else:
-            implied = implied_coefficient(v, loss)
-            if implied is not None and implied < min_coef:
-                return NotJudged(f"{loss.key} tracks {v.key} x {implied:.2g}: a KL coefficient under {min_coef:g} "
-                                 "lets KL grow by design, so its level is not judged")
     return _level(v, np.abs(v.values), warn_above, fail_above, min_stretch_steps, catastrophic_above)
+
+
+def kl_level_above(values: Curve, loss: Curve | None = None, coef: Curve | None = None, *, warn_above,
+                   fail_above, min_stretch_steps, catastrophic_above, min_coef) -> Evidence | NotJudged | None:
+    """A KL's level as the other level rules read it (the running median of |`values`| above `warn_above` for
+    `min_stretch_steps` steps; above `fail_above` fails; one value above `catastrophic_above` fails alone),
+    except beside a KL coefficient under `min_coef`: the run lets KL grow by design, so its level is a
+    setting, not a symptom - not judged, with the coefficient said.
+
+    A coefficient the run logs (`coef`: verl's actor/kl_coef) is read as it is and outranks the one implied
+    by the run's total loss (`loss`): where the loss is the KL times a coefficient (a GRPO loss is beta x KL
+    plus a policy-gradient term that averages ~0, TRL GRPOTrainer), the coefficient is the loss / KL ratio
+    (Unsloth's notebooks: 0.001), which a policy-gradient loss that merely rises with the KL (verl's
+    actor/pg_loss leaves the KL term out) would fake."""
+    v = values.finite()
+    logged = _logged_coefficient(coef)
+    if logged is not None:
+        if logged < min_coef:
+            return NotJudged(f"{coef.key} is {logged:.2g}: a KL coefficient under {min_coef:g} lets KL grow by "
+                             "design, so its level is not judged")
+    else:
+        implied = implied_coefficient(v, loss)
+        if implied is not None and implied < min_coef:
+            return NotJudged(f"{loss.key} tracks {v.key} x {implied:.2g}: a KL coefficient under {min_coef:g} "
+                             "lets KL grow by design, so its level is not judged")
+    return level_above(values, warn_above=warn_above, fail_above=fail_above, min_stretch_steps=min_stretch_steps,
+                       catastrophic_above=catastrophic_above)
 
 
 def _logged_coefficient(coef: Curve | None) -> float | None:

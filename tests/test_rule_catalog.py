@@ -281,3 +281,13 @@ def test_explain_states_the_false_alarms_an_event_rules_budget_implies():
         assert f"{alpha * 10:.2g} on a 1,000-step run" in line and f"{alpha / 10:.2g} on a 100,000-step run" in line
         assert rule.to_dict()["false_alarms"] in line
     assert "False alarms" not in get_rule("L1.reward-eval-divergence").explain()
+
+
+def test_rules_explain_says_which_parameters_a_rule_switches_off():
+    # the version-lag rule only warns (fail_above inf) and no single value fails alone (catastrophic_above inf)
+    rule = next(r for r in RULES if r.id == "L4.policy-version-lag")
+    shown = {p["name"]: p["off"] for p in rule.parameters()}
+    assert shown == {"warn_above": False, "fail_above": True, "min_stretch_steps": False, "catastrophic_above": True}
+    assert "fail_above = inf - level that fails (inf: never) [switched off here: decides nothing;" in rule.explain()
+    logprob = next(r for r in RULES if r.id == "L4.logprob-mismatch")
+    assert not any(p["off"] for p in logprob.parameters())      # its catastrophic level is 0.5 nats

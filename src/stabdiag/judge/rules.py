@@ -98,7 +98,7 @@ class Rule:
     def parameters(self) -> list[dict]:
         """Every parameter the detector declares, with this rule's value, in the detector's order."""
         return [{"name": p.name, "value": self.params[p.name], "low": p.low, "high": p.high, "meaning": p.meaning,
-                 "role": p.role} for p in self.spec.params]
+                 "role": p.role, "off": p.is_off(self.params[p.name])} for p in self.spec.params]
 
     def explain(self) -> str:
         """The rule's documentation, built only from its block and its detector's declaration."""
@@ -162,7 +162,8 @@ _QUOTED = re.compile(r"`([^`]+)`")      # a name quoted in a detector's docstrin
 
 
 def _param_line(p: dict) -> str:
-    role = "bounds the work, never the verdict; " if p["role"] == "bounds" else ""
+    role = "bounds the work, never the verdict; " if p["role"] == "bounds" else \
+        "switched off here: decides nothing; " if p["off"] else ""
     return f"{p['name']} = {p['value']:g} - {p['meaning']} [{role}allowed {p['low']:g}..{p['high']:g}]"
 
 

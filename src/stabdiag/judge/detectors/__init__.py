@@ -50,9 +50,10 @@ from .value import value_head_diverging
 __all__ = ["CHAIN", "DETECTORS", "Curve", "DetectorSpec", "Evidence", "NotJudged", "Param", "Quiet"]
 
 
-def _p(name: str, low: float, high: float, meaning: str) -> Param:
-    """A parameter that decides a verdict: a threshold on how sure, how large or how long."""
-    return Param(name, float(low), float(high), meaning, "decides")
+def _p(name: str, low: float, high: float, meaning: str, off: float | None = None) -> Param:
+    """A parameter that decides a verdict: a threshold on how sure, how large or how long (`off`: the value
+    that switches its check off)."""
+    return Param(name, float(low), float(high), meaning, "decides", off)
 
 
 def _bound(name: str, low: float, high: float, meaning: str) -> Param:
@@ -87,9 +88,9 @@ _DIVERGENCE = (
 # a level with a meaning of its own against sourced thresholds (detectors/levels.py)
 _LEVEL_PARAMS = (
     _p("warn_above", 0, 1e9, "level that warns"),
-    _p("fail_above", 0, 1e9, "level that fails"),
+    _p("fail_above", 0, math.inf, "level that fails (inf: never)", off=math.inf),
     _p("min_stretch_steps", 1, 1e6, "shortest stretch above the level, in steps (at least 2 points)"),
-    _p("catastrophic_above", 0, math.inf, "one value above this fails alone (inf: never)"))
+    _p("catastrophic_above", 0, math.inf, "one value above this fails alone (inf: never)", off=math.inf))
 
 # a point event's per-run false-alarm budget (issue 43 item 5; stats/extremes.py)
 _BUDGET = (
@@ -237,12 +238,13 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
     DetectorSpec("kl_level_above", kl_level_above, (
         *_LEVEL_PARAMS,
         _p("min_coef", 0, 1, "read beside a loss that is the signal x a coefficient, or a logged coefficient: "
-                             "a coefficient under this leaves the level unjudged (0: never)"))),
+                             "a coefficient under this leaves the level unjudged (0: never)", off=0))),
     DetectorSpec("log_ratio_off", log_ratio_off, (
         _p("warn_above", 0, 4.61, "|log ratio| that warns"),
         _p("fail_above", 0, 4.61, "|log ratio| that fails"),
         _p("min_stretch_steps", 1, 1e6, "shortest stretch off, in steps (at least 2 points)"),
-        _p("catastrophic_above", 0, math.inf, "one |log ratio| above this fails alone (inf: never)"))),
+        _p("catastrophic_above", 0, math.inf, "one |log ratio| above this fails alone (inf: never)",
+           off=math.inf))),
     DetectorSpec("lr_collapsed_early", lr_collapsed_early, (
         _p("collapse_frac", 0.0001, 0.2, "collapsed: below this fraction of the schedule's peak"),
         _p("min_after_frac_of_run", 0.07, 0.9, "shortest collapsed stretch, as a fraction of the run (a cosine "

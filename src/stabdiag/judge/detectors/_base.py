@@ -113,13 +113,19 @@ class Param:
     keeps the rule able to fire), what it means with its unit, and its role: it `decides` a verdict (how
     sure, how large, how long) or only `bounds` the work (a window cap, a limit on the points read).  No
     value: each rule's `[rule.params]` gives every one (judge/rules.py refuses a rule that leaves one out),
-    so a value is written in one place and `rules explain` prints the one in force."""
+    so a value is written in one place and `rules explain` prints the one in force.  `off`: the value that
+    switches its check off (a catastrophic level of inf: no single value fails alone); a rule that ships it
+    there takes no decision from it, and `rules explain` says so."""
 
     name: str
     low: float
     high: float
     meaning: str
     role: str
+    off: float | None = None
+
+    def is_off(self, value: float) -> bool:
+        return self.off is not None and value == self.off
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

@@ -176,6 +176,9 @@ def test_stats_helpers():
 # a keyword-only argument with a default that is not a tunable value: component_divergence reads its
 # components in one shared unit through trend_divergence
 _FLAGS = {"trend_divergence": {"shared_units"}}
+# detectors that forward their parameters to another (**params), and the arguments they set themselves:
+# component_divergence reads without trend_divergence's "following" reading, whose parameters it leaves unread
+_FORWARDS = {"component_divergence": ("trend_divergence", {"shared_units", "min_tracking_gain", "max_flat_share"})}
 
 
 def test_detectors_take_their_declared_parameters_keyword_only_and_without_defaults():
@@ -183,13 +186,13 @@ def test_detectors_take_their_declared_parameters_keyword_only_and_without_defau
     from it silently, and a keyword-only argument the spec does not declare could never be set."""
     import inspect
     for name, spec in DETECTORS.items():
-        fn = spec.fn
+        fn, own = spec.fn, _FLAGS.get(spec.fn.__name__, set())
         if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values()):
             if not spec.params:
                 continue              # takes any curves (**curves) and no parameters
-            # forwards its parameters to another detector (component_divergence -> trend_divergence)
-            fn = next(s.fn for s in DETECTORS.values() if s.fn is not spec.fn and s.params == spec.params)
+            target, own = _FORWARDS[name]
+            fn = DETECTORS[target].fn
         keyword = {a: p for a, p in inspect.signature(fn).parameters.items() if p.kind is p.KEYWORD_ONLY}
         declared = {p.name for p in spec.params}
-        assert set(keyword) - _FLAGS.get(fn.__name__, set()) == declared, name
+        assert set(keyword) - own == declared, name
         assert all(keyword[a].default is inspect.Parameter.empty for a in declared), name

@@ -5,9 +5,10 @@ A parameter no case can flip yet is listed in UNFLIPPED - a known gap, recorded 
 test fails when one of them gains a pair, so the list only shrinks (issue 43: "every parameter that
 decides a verdict has a threshold pair").
 
-Parameters that only bound the work (declared with the role "bounds": how much data a judgement needs),
-and those a rule ships at the value that switches their check off (`Param.off`: a catastrophic level of
-inf), are not asked to flip a finding; `stabdiag rules explain` lists them as such."""
+Parameters that only bound the work (declared with the role "bounds": how much data a judgement needs)
+or only word a finding ("words": which reading its message gives), and those a rule ships at the value
+that switches their check off (`Param.off`: a catastrophic level of inf), are not asked to flip a
+finding; `stabdiag rules explain` lists them as such."""
 
 from __future__ import annotations
 
@@ -31,23 +32,6 @@ STEPS = 9
 # value.  Most are severity bands (fail_above, catastrophic_above), the coefficient gates of the level
 # rules, and the spike rules' recovery and isolation settings.
 UNFLIPPED = frozenset({
-    ("L1.length-confound", "max_flat_gain_rel"),
-    ("L1.reward-component-divergence", "min_rise_z"),
-    ("L1.reward-component-divergence", "max_flat_gain_rel"),
-    ("L1.reward-component-divergence", "edge_frac"),
-    ("L1.reward-component-divergence", "min_tracking_gain"),
-    ("L1.reward-component-divergence", "max_flat_share"),
-    ("L1.reward-eval-divergence", "max_flat_gain_rel"),
-    ("L1.zero-variance-groups", "min_stretch_frac_of_run"),
-    ("L1.zero-variance-groups", "easy_level"),
-    ("L1.zero-variance-groups", "hard_level"),
-    ("L2.entropy-below-floor", "early_frac"),
-    ("L2.entropy-below-floor", "min_breach_frac_of_run"),
-    ("L2.entropy-below-floor", "explained_zero_std_frac"),
-    ("L2.entropy-collapse", "first_points"),
-    ("L2.policy-moving-fast", "min_kl_accel"),
-    ("L2.policy-moving-fast", "min_entropy_accel"),
-    ("L3.frozen-updates", "min_frozen_frac_of_run"),
     ("L3.grad-norm-precursor", "baseline_frac"),
     ("L3.grad-norm-precursor", "min_jump_sd"),
     ("L3.grad-norm-precursor", "ema_span_steps"),
@@ -56,11 +40,8 @@ UNFLIPPED = frozenset({
     ("L3.grad-norm-spike", "isolated_max_count"),
     ("L3.grad-norm-spike", "isolated_window_steps"),
     ("L3.grad-norm-spike", "min_level_of_median"),
-    ("L3.loss-flat-in-warmup", "edge_frac"),
     ("L3.loss-spike", "isolated_max_count"),
     ("L3.loss-spike", "isolated_window_steps"),
-    ("L3.rolled-back-blowup", "min_ratio"),
-    ("L3.value-head-diverging", "early_frac"),
 })
 
 

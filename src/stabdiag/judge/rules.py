@@ -163,6 +163,7 @@ _QUOTED = re.compile(r"`([^`]+)`")      # a name quoted in a detector's docstrin
 
 def _param_line(p: dict) -> str:
     role = "bounds the work, never the verdict; " if p["role"] == "bounds" else \
+        "words the finding, never the verdict; " if p["role"] == "words" else \
         "switched off here: decides nothing; " if p["off"] else ""
     return f"{p['name']} = {p['value']:g} - {p['meaning']} [{role}allowed {p['low']:g}..{p['high']:g}]"
 

@@ -56,6 +56,11 @@ def _p(name: str, low: float, high: float, meaning: str, off: float | None = Non
     return Param(name, float(low), float(high), meaning, "decides", off)
 
 
+def _wording(name: str, low: float, high: float, meaning: str) -> Param:
+    """A parameter that only words a finding (which reading its message gives), never whether it fires."""
+    return Param(name, float(low), float(high), meaning, "words")
+
+
 def _bound(name: str, low: float, high: float, meaning: str) -> Param:
     """A parameter that only bounds the work: how much data a judgement needs (below it the rule is not
     judged), never which verdict a judged run gets."""
@@ -79,7 +84,10 @@ _DIVERGENCE = (
     _p("edge_frac", 0.01, 0.5, "fraction of the step span whose mean sets the start level (and the end level)"),
     _bound("min_flat_points", 3, 1e6, "fewest eval points over the stretch needed to read an eval"),
     _bound("min_covered_frac", 0.1, 1, "an eval whose first and last thirds of points see less of the rise than "
-                                       "this is not read"),
+                                       "this is not read"))
+# where the rising curve and an eval share no summands but both lie on 0..1 (trend_divergence's "following"
+# reading; the reward's components share a unit and are read without it)
+_FOLLOWING = (
     _p("min_tracking_gain", 0, 1, "where the rising curve and an eval both lie on 0..1, an eval that follows "
                                   "gains at least this share of the rise (carried over on the logit scale, into "
                                   "the room it has left)"),
@@ -113,7 +121,7 @@ _CLIMB = (_p("min_share", 0.01, 10, "how large: the climb from the running best,
                                     "came down (its start level minus that best)"), *_DEPARTURE)
 
 DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
-    DetectorSpec("trend_divergence", trend_divergence, _DIVERGENCE),
+    DetectorSpec("trend_divergence", trend_divergence, (*_DIVERGENCE, *_FOLLOWING)),
     DetectorSpec("component_divergence", component_divergence, _DIVERGENCE),
     DetectorSpec("growth_while_flat", growth_while_flat, (
         _p("min_growth_ratio", 1.1, 100, "end level / start level that counts as growth"),
@@ -129,8 +137,8 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("min_frac", 0.05, 1, "fraction (0-1) that counts as high"),
         _p("min_stretch_steps", 1, 1e6, "shortest high stretch, in steps (a shorter run is not judged)"),
         _p("min_stretch_frac_of_run", 0, 0.5, "shortest high stretch, as a fraction of the run"),
-        _p("easy_level", 0, 1, "a 0-1 reward at or above this: mostly all-correct groups"),
-        _p("hard_level", 0, 1, "a 0-1 reward at or under this: mostly all-wrong groups"))),
+        _wording("easy_level", 0, 1, "a 0-1 reward at or above this: mostly all-correct groups"),
+        _wording("hard_level", 0, 1, "a 0-1 reward at or under this: mostly all-wrong groups"))),
     DetectorSpec("fraction_climb_while_rising", fraction_climb_while_rising, (
         _p("min_end_frac", 0.05, 1, "the fraction ends at least this high (a warning)"),
         _p("fail_end_frac", 0.05, 1, "... and at or above this, nearly every answer is cut off (a failure)"),

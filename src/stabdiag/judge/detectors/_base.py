@@ -104,14 +104,15 @@ class Evidence:
     explained_by: str | None = None
 
 
-ROLES = ("decides", "bounds")
+ROLES = ("decides", "bounds", "words")
 
 
 @dataclass(frozen=True, slots=True)
 class Param:
     """One parameter a detector takes, declared once: its name, the range a value must lie in (one that
     keeps the rule able to fire), what it means with its unit, and its role: it `decides` a verdict (how
-    sure, how large, how long) or only `bounds` the work (a window cap, a limit on the points read).  No
+    sure, how large, how long), only `bounds` the work (a window cap, a limit on the points read), or only
+    `words` a finding (which of its readings the message gives).  No
     value: each rule's `[rule.params]` gives every one (judge/rules.py refuses a rule that leaves one out),
     so a value is written in one place and `rules explain` prints the one in force.  `off`: the value that
     switches its check off (a catastrophic level of inf: no single value fails alone); a rule that ships it

@@ -91,8 +91,10 @@ def component_divergence(components: list[Curve], checks: list[Curve] | None = N
     judged = False
     for other in others:
         # the components are summands of one reward: their units are shared, so correctness's change is
-        # read against the other component's rise (an offset on the reward moves neither)
-        result = trend_divergence(other, checks, shared_units=True, **params)
+        # read against the other component's rise (an offset on the reward moves neither), without the
+        # "following" reading of curves that share no summands (its two parameters are unread there)
+        result = trend_divergence(other, checks, shared_units=True, min_tracking_gain=0.0, max_flat_share=0.0,
+                                  **params)
         if isinstance(result, Evidence):
             return result
         if isinstance(result, NotJudged):

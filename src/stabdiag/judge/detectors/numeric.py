@@ -54,10 +54,11 @@ def frozen_values(grad_norm: Curve | None = None, loss: Curve | None = None, lr:
                   reward: Curve | None = None, *, min_frozen_steps, min_frozen_frac_of_run,
                   min_points) -> Evidence | NotJudged | None:
     """The update stopped: `grad_norm` holds exactly one value (0, or a constant) over at least `min_points`
-    logged points spanning `min_frozen_steps` steps and `min_frozen_frac_of_run` of the run, or, in a
-    supervised run with no grad norm logged, `loss` holds a nonzero constant so.  A stretch where `lr` is 0 is
-    a pause on purpose.  In an RL run (a `reward` is logged) the loss is a surrogate that TRL prints rounded
-    to 4 decimals, so only the grad norm is read."""
+    logged points spanning `min_frozen_steps` steps and `min_frozen_frac_of_run` of the run (a stretch that
+    runs to the log's end, `min_frozen_steps` alone: the run is frozen now, however long it ran before), or,
+    in a supervised run with no grad norm logged, `loss` holds a nonzero constant so.  A stretch where `lr` is
+    0 is a pause on purpose.  In an RL run (a `reward` is logged) the loss is a surrogate that TRL prints
+    rounded to 4 decimals, so only the grad norm is read."""
     target = grad_norm if grad_norm is not None else loss
     if target is None:
         return NotJudged("needs grad_norm or loss")
@@ -70,7 +71,10 @@ def frozen_values(grad_norm: Curve | None = None, loss: Curve | None = None, lr:
     same = np.concatenate([[False], np.diff(v.values) == 0])
     for a, b in st.true_runs(same):
         a -= 1                                     # the run of equal values starts one point earlier
-        if b - a + 1 < min_points or v.steps[b] - v.steps[a] < need:
+        # the share of the run is asked of a stretch the run came out of; one still frozen at the log's end
+        # is the run's state (issue 13's 76 zero steps counted only because that log was 80 steps long)
+        at_end = b == len(v.values) - 1
+        if b - a + 1 < min_points or v.steps[b] - v.steps[a] < (min_frozen_steps if at_end else need):
             continue
         value = float(v.values[a])
         if target is loss and value == 0.0:

@@ -29,20 +29,9 @@ STEPS = 9
 
 # Parameters that decide a verdict but that no rule case flips yet (measured on a 9-point grid across the
 # declared range and x0.5..x2 of the shipped value): each wants a case pair just under / just over its
-# value.  Most are severity bands (fail_above, catastrophic_above), the coefficient gates of the level
-# rules, and the spike rules' recovery and isolation settings.
-UNFLIPPED = frozenset({
-    ("L3.grad-norm-precursor", "baseline_frac"),
-    ("L3.grad-norm-precursor", "min_jump_sd"),
-    ("L3.grad-norm-precursor", "ema_span_steps"),
-    ("L3.grad-norm-precursor", "min_level_of_median"),
-    ("L3.grad-norm-spike", "ema_span_steps"),
-    ("L3.grad-norm-spike", "isolated_max_count"),
-    ("L3.grad-norm-spike", "isolated_window_steps"),
-    ("L3.grad-norm-spike", "min_level_of_median"),
-    ("L3.loss-spike", "isolated_max_count"),
-    ("L3.loss-spike", "isolated_window_steps"),
-})
+# value.  Empty since every such parameter got its pair, was found to decide nothing where it was declared
+# (removed, or given the role it has: "words", or switched off), so a new parameter must come with its pair.
+UNFLIPPED: frozenset[tuple[str, str]] = frozenset()
 
 
 def _cases(rule_id: str) -> list[dict]:

@@ -197,8 +197,8 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("window_steps", 10, 1e6, "steps before each point that set its recent level (at least 10 points)"),
         _p("min_ratio", 1.5, 100, "jump as a multiple of a positive recent level (a loss read on the log scale)"),
         *_BUDGET,
-        _p("isolated_max_count", 0, 100, "more spike episodes than this per window are 'repeated'"),
-        _p("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
+        _wording("isolated_max_count", 0, 100, "more spike episodes than this per window are said to repeat"),
+        _wording("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
         _p("recover_steps", 1, 1e6, "steps after a spike episode in which the run must come back (at least 3 "
                                     "points)"),
         _p("recover_sd", 0, 100, "came back: their median, or 3 in a row, within this many robust sds of "
@@ -207,8 +207,8 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("ratio_vs_ema", 1.5, 100, "value / EMA of the previous points"),
         *_BUDGET,
         _p("ema_span_steps", 1, 1e6, "EMA span, in steps (at least 2 points)"),
-        _p("isolated_max_count", 0, 100, "more spike episodes than this per window are 'repeated'"),
-        _p("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
+        _wording("isolated_max_count", 0, 100, "more spike episodes than this per window are said to repeat"),
+        _wording("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
         _p("recover_steps", 1, 1e6, "steps after a spike episode in which the run must come back (at least 3 "
                                     "points)"),
         _p("recover_ratio", 1, 100, "came back: their median, or 3 in a row, under this x the EMA"),

@@ -5,8 +5,10 @@ own early level: a critic that learns brings it down or holds it, one that diver
 times where it started and keeps it there.  The explained variance (1 - Var(returns - values) /
 Var(returns)) has a meaning of its own: near 1 the critic predicts the returns, at 0 it does no better
 than their mean, below 0 worse; one that had learned (above `min_learned_explained_var`) and then stays
-below `max_explained_var` has lost the returns.  Either alone warns; both together fail.  Both halves
-ignore the critic's first points' warm-up: the loss is compared with its early level only after it.
+below `max_explained_var` has lost the returns.  Either alone warns; both together fail.  The early
+level is the median of the loss's first `early_frac` of steps, warm-up included: a critic whose warm-up
+descent fills more than half that window reads a higher early level, and a later climb to several times
+its settled level can stay under `min_loss_ratio` x it (the rule's known limits).
 """
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("recover_steps", 1, 1e6, "steps after a spike episode in which the run must come back (at least 3 "
                                     "points)"),
         _p("recover_ratio", 1, 100, "came back: their median, or 3 in a row, under this x the EMA"),
-        _p("min_level_of_median", 0, 1, "the EMA is floored at this x the run's median"))),
+        _p("min_level_of_median", 0, 1, "the EMA is floored at this x the run's median so far"))),
     DetectorSpec("first_nonfinite", first_nonfinite, (), sees_nonfinite=True),
     DetectorSpec("rising_trend_before_event", rising_trend_before_event, (
         _p("rise_ratio", 1.05, 100, "level over baseline that counts as climbing"),
@@ -221,7 +221,7 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("ratio_vs_ema", 1.5, 100, "spike test for the event when nothing is non-finite"),
         _p("min_jump_sd", 1, 100, "... and its height in noise sds"),
         _p("ema_span_steps", 1, 1e6, "EMA span for the event's spike test, in steps"),
-        _p("min_level_of_median", 0, 1, "the event test's EMA floor, x the run's median")),
+        _p("min_level_of_median", 0, 1, "the event test's EMA floor, x the run's median so far")),
         sees_nonfinite=True),
     DetectorSpec("frozen_values", frozen_values, (
         _p("min_frozen_steps", 2, 1e6, "shortest frozen stretch, in steps"),

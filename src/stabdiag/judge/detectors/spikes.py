@@ -45,6 +45,8 @@ _SCALE_BLOCK = 128          # points whose jumps set each point's local sd (nois
 _MAX_JUMP_POINTS = 20_000   # points whose jumps over their recent median are read (a stride beyond)
 _HALF_NORMAL_MEDIAN = 0.6744897501960817
 _TAIL_PREFIXES = 4          # the prefixes a point's noise tail is read on (quarters of the curve: cost bound)
+_TYPICAL_CHECKPOINTS = 64   # prefixes a point's typical level so far is read on (cost bound) ...
+_TYPICAL_POINTS = 8192      # ... each on at most about this many points
 _MIN_PREFIX_POINTS = 150    # ... none shorter: Gaussian noise read on 100 points has a median dof_low of 6 and is
                             # read t(2.5) or heavier in 10% of draws; on 150 points 10, and never (40 draws each)
 
@@ -547,6 +549,21 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     return None
 
 
+def _typical_before(values: np.ndarray, first: int) -> np.ndarray:
+    """Each point's typical level so far: the median of the points before it, read at _TYPICAL_CHECKPOINTS
+    prefixes from index `first` on (each point takes the last one at or before it; a prefix longer than
+    _TYPICAL_POINTS is read on a stride through it: cost bound).  The spike rules floor a collapsed recent
+    level at a share of it: of the whole run's median, a level the run shifted to for most of its length
+    raised the floor past the jump that began it (a grad norm x50 that stays: no spike)."""
+    n = len(values)
+    out = np.full(n, np.nan)
+    marks = np.unique(np.linspace(max(first, 1), n, _TYPICAL_CHECKPOINTS + 1).astype(int))
+    marks = marks[marks < n]
+    for a, b in zip(marks, [*marks[1:], n]):
+        out[a:b] = float(st.median(values[:a:max(1, a // _TYPICAL_POINTS)]))
+    return out
+
+
 def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail_points, ema_span_steps,
                  isolated_max_count, isolated_window_steps, recover_steps, recover_ratio,
                  min_level_of_median) -> Evidence | NotJudged | Quiet | None:
@@ -555,13 +572,13 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail
     further out, in robust sds, than a healthy run of as many points with this run's own noise tail shows anywhere
     with chance `run_alpha` (the per-run false-alarm budget, stats/extremes.py).  A curve of fewer than
     `min_tail_points` points has no tail to read: there a jump counts when it is `huge_ratio` x the EMA or
-    more, or `ratio_vs_ema` x held by the points of the next `recover_steps` steps (a level shift).  The EMA
-    is floored at `min_level_of_median` x the run's median, so a step back to normal after steps of
-    near-zero gradient is no spike (exact zeros are left out).  Spikes the run came back from (the median
-    of the points within `recover_steps` steps after it, or 3 in a row, under `recover_ratio` x the EMA)
-    only warn, said to repeat when more than `isolated_max_count` fall within `isolated_window_steps`
-    steps; one it did not come back from fails.  Jumps past `ratio_vs_ema` that the run absorbed and its
-    noise makes as often as the budget allows are a note.
+    more, or `ratio_vs_ema` x held by the points of the next `recover_steps` steps (a level shift). The EMA is
+    floored at `min_level_of_median` x the run's typical level so far (the median of the points before), so a step
+    back to normal after steps of near-zero gradient is no spike (exact zeros are left out). Spikes the run came
+    back from (the median of the points within `recover_steps` steps after it, or 3 in a row, under `recover_ratio`
+    x the EMA) only warn, said to repeat when more than `isolated_max_count` fall within `isolated_window_steps`
+    steps; one it did not come back from fails. Jumps past `ratio_vs_ema` that the run absorbed and its noise makes
+    as often as the budget allows are a note.
 
     Seed 002's second condition, an absolute 5.0, is an example for one model size and would hide a small
     model's 0.3 -> 4.5; the budget takes its place."""
@@ -580,7 +597,8 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail
     # how large is seed 002's: a multiple of the EMA of the values (an arithmetic EMA follows a burst up faster
     # than one of the logs, so a burst's later points are read against it: BLOOM-176B's 2.4 -> 960 -> 650 over 7
     # steps, back to 0.27, is one absorbed episode of 4 points, not a 7-point level shift)
-    level = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(st.median(v.values)))
+    typical = _typical_before(v.values, first)
+    level = np.fmax(st.ema_before(v.values, span), min_level_of_median * typical)
     everywhere = np.arange(n)
     tested = everywhere >= first
     large = (v.values > ratio_vs_ema * level) & tested
@@ -589,8 +607,8 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail
         # scales: most of this rule's time on a long healthy run) would decide nothing
         return _no_spike(v, n, huge_ratio)
     y = np.log(v.values)
-    floor = math.log(min_level_of_median) + float(st.median(y)) if min_level_of_median > 0 else -math.inf
-    ema = np.maximum(st.ema_before(y, span), floor)
+    floor = math.log(min_level_of_median) + np.log(typical) if min_level_of_median > 0 else -math.inf
+    ema = np.fmax(st.ema_before(y, span), floor)
     jump = y - ema
     quantum = _Quantum(y)
     budget = _budget(y, first, run_alpha, huge_ratio, min_tail_points, quantum)
@@ -639,7 +657,7 @@ def _ema_spikes(v: Curve, ratio_vs_ema: float, min_jump_sd: float, ema_span_step
     """Which points of a finite curve spike against the (floored) EMA of the points before them, and
     that EMA."""
     span = v.points_for(ema_span_steps, 2)
-    ema = np.maximum(st.ema_before(v.values, span), min_level_of_median * float(st.median(v.values)))
+    ema = np.fmax(st.ema_before(v.values, span), min_level_of_median * _typical_before(v.values, 1))
     large = v.values > ratio_vs_ema * ema
     if not large.any():
         return large, ema       # none is large: the noise (two selections over the curve) would decide nothing
@@ -652,8 +670,8 @@ def rising_trend_before_event(values: Curve, loss: Curve | None = None, *, rise_
                               min_lead_steps, ratio_vs_ema, min_jump_sd, ema_span_steps,
                               min_level_of_median) -> Evidence | NotJudged | None:
     """Before an event (the first NaN/Inf in `values` or `loss`, else the first spike of `values`: over
-    `ratio_vs_ema` x its EMA of span `ema_span_steps` steps, floored at `min_level_of_median` x its median,
-    and `min_jump_sd` noise sds above it), the running median of `values` held at or above `rise_ratio` x its
+    `ratio_vs_ema` x its EMA of span `ema_span_steps` steps, floored at `min_level_of_median` x its median so
+    far, and `min_jump_sd` noise sds above it), the running median of `values` held at or above `rise_ratio` x its
     baseline (the first `baseline_frac` of the steps before the event) over its last `min_lead_steps` steps or
     more, trending up: a precursor, and the evidence says how many steps ahead the climb showed."""
     event = None

@@ -273,9 +273,10 @@ def _read_eval(curve: Curve, window: tuple[float, float], bars: _Bars,
     scale = rise if shared else (min(level, room) if room is not None and room > 0 else level)
     following = against.following if against is not None and room is not None else None
     # the halves see part of the move (half of a straight ramp's): bars on the eval's own scale, set for
-    # the whole move, are read at that part, as what following would give is read between the same steps
+    # the whole move, are read at that part, as what following would give is read between the same steps;
+    # in a shared unit the scale is already the move between those steps
     seen = min(max(rise / against.rise, against.covered, 1e-9), 1.0) if against is not None and rise is not None \
-        and against.rise > 0 else 1.0
+        and against.rise > 0 and not shared else 1.0
     flat_bar = following.gain(rise, room, change.start_level) if following is not None \
         else bars.upper_rel * scale * seen
     reading = change.reading

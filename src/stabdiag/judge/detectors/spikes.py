@@ -557,8 +557,7 @@ def _typical_before(values: np.ndarray, first: int) -> np.ndarray:
     raised the floor past the jump that began it (a grad norm x50 that stays: no spike)."""
     n = len(values)
     out = np.full(n, np.nan)
-    marks = np.unique(np.linspace(max(first, 1), n, _TYPICAL_CHECKPOINTS + 1).astype(int))
-    marks = marks[marks < n]
+    marks = sorted({int(a) for a in np.linspace(max(first, 1), n, _TYPICAL_CHECKPOINTS + 1) if a < n})
     for a, b in zip(marks, [*marks[1:], n]):
         out[a:b] = float(st.median(values[:a:max(1, a // _TYPICAL_POINTS)]))
     return out

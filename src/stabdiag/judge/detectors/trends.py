@@ -33,7 +33,8 @@ _OVERLAP_SHARE = 0.25    # the reward had made this share of its rise by the end
 def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_frac, min_stretch_steps,
                             min_stretch_frac_of_run, easy_level, hard_level) -> Evidence | NotJudged | None:
     """The running median (5 points) of `fraction` (0-1; the signals table rescales percentages) stays at or
-    above `min_frac` for at least `min_stretch_steps` steps and `min_stretch_frac_of_run` of the run.  Where
+    above `min_frac` for at least `min_stretch_steps` steps and `min_stretch_frac_of_run` of the run (a
+    stretch that runs to the log's end, `min_stretch_steps` alone: the run's state now).  Where
     `level` lies on 0-1, the finding says whether the equal groups are mostly all-correct (its median at or
     above `easy_level`: data too easy) or mostly all-wrong (at or under `hard_level`: too hard); otherwise
     only that rewards were equal."""
@@ -42,7 +43,12 @@ def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_
     if len(f.steps) < 5 or f.span < min_stretch_steps:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a stretch of "
                          f"{min_stretch_steps:g} steps is needed")
-    stretch = st.first_long_run(f.steps, st.median_passes(f.values, 5, lambda s: s >= min_frac), need)
+    high = st.median_passes(f.values, 5, lambda s: s >= min_frac)
+    stretch = st.first_long_run(f.steps, high, need)
+    runs = st.true_runs(high)
+    if stretch is None and runs and runs[-1][1] == len(f.values) - 1 and \
+            f.steps[runs[-1][1]] - f.steps[runs[-1][0]] >= min_stretch_steps:
+        stretch = runs[-1]              # still high when the log ends: the run's state, however long it ran before
     if stretch is not None:
         a, b = stretch
         return Evidence(int(f.steps[a]), int(f.steps[b]), {

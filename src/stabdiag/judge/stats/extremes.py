@@ -263,9 +263,15 @@ def t_isf(p: float, dof: float) -> float:
     lo, hi = 0.0, 1.0
     while t_sf(hi, dof) > p:
         lo, hi = hi, hi * 2.0
-    for _ in range(100):
+    return _bisect(lambda x: t_sf(x, dof) > p, lo, hi, 100)
+
+
+def _bisect(below, lo: float, hi: float, steps: int) -> float:
+    """The point in [lo, hi] where the monotone test `below` (True under the root) turns False, by bisection
+    to a relative width of 1e-12 or `steps` halvings."""
+    for _ in range(steps):
         mid = 0.5 * (lo + hi)
-        if t_sf(mid, dof) > p:
+        if below(mid):
             lo = mid
         else:
             hi = mid
@@ -324,16 +330,7 @@ def chi2_lower_quantile(p: float, dof: float) -> float:
     if dof > _SERIES_DOF:
         c = 2.0 / (9.0 * dof)
         return dof * (1.0 - c - t_isf(p, math.inf) * math.sqrt(c)) ** 3
-    lo, hi = 0.0, float(dof)
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if _gammainc_lower(dof / 2.0, mid / 2.0) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return 0.5 * (lo + hi)
+    return _bisect(lambda x: _gammainc_lower(dof / 2.0, x / 2.0) < p, 0.0, float(dof), 200)
 
 
 def _gammainc_lower(a: float, x: float) -> float:

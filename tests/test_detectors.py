@@ -171,6 +171,10 @@ def test_stats_helpers():
     assert _stats.robust_sd(x) < 5
     assert _stats.theil_sen_slope(np.arange(10.0), 3 * np.arange(10.0) + 1) == 3.0
     assert _stats.true_runs(np.array([0, 1, 1, 0, 1], bool)) == [(1, 2), (4, 4)]
+    steps, mask = np.arange(10) * 10, np.array([0, 1, 1, 1, 0, 0, 0, 1, 1, 1], bool)
+    assert _stats.first_long_run(steps, mask, 25) is None               # each run spans 20 steps
+    assert _stats.first_long_run(steps, mask, 25, need_at_end=20) == (7, 9)   # the one still on at the end
+    assert _stats.first_long_run(steps, mask, 20, need_at_end=100) == (1, 3)  # the first long one, as before
 
 
 # a keyword-only argument with a default that is not a tunable value: component_divergence reads its

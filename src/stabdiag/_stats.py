@@ -470,9 +470,14 @@ def true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2])]
 
 
-def first_long_run(steps: np.ndarray, mask: np.ndarray, need: float) -> tuple[int, int] | None:
-    """The first (start, end) inclusive stretch of True that spans at least `need` steps, or None."""
-    return next(((a, b) for a, b in true_runs(mask) if steps[b] - steps[a] >= need), None)
+def first_long_run(steps: np.ndarray, mask: np.ndarray, need: float,
+                   need_at_end: float | None = None) -> tuple[int, int] | None:
+    """The first (start, end) inclusive stretch of True that spans at least `need` steps (one that runs to
+    the last point, `need_at_end` steps where given: the curve's state when the log ends), or None."""
+    last = len(mask) - 1
+    at_end = need if need_at_end is None else need_at_end
+    return next(((a, b) for a, b in true_runs(mask) if steps[b] - steps[a] >= (at_end if b == last else need)),
+                None)
 
 
 def persistent_nonfinite_index(values: np.ndarray, recover_points: int = 3) -> int | None:

@@ -44,7 +44,7 @@ def kl_level_above(values: Curve, loss: Curve | None = None, coef: Curve | None 
         if implied is not None and implied < min_coef:
             return NotJudged(f"{loss.key} tracks {v.key} x {implied:.2g}: a KL coefficient under {min_coef:g} "
                              "lets KL grow by design, so its level is not judged")
-    return level_above(values, warn_above=warn_above, fail_above=fail_above, min_stretch_steps=min_stretch_steps,
+    return level_above(v, warn_above=warn_above, fail_above=fail_above, min_stretch_steps=min_stretch_steps,
                        catastrophic_above=catastrophic_above)
 
 

@@ -43,12 +43,9 @@ def high_fraction_sustained(fraction: Curve, level: Curve | None = None, *, min_
     if len(f.steps) < 5 or f.span < min_stretch_steps:
         return NotJudged(f"{f.signal} covers {f.span} steps in {len(f.steps)} points; a stretch of "
                          f"{min_stretch_steps:g} steps is needed")
-    high = st.median_passes(f.values, 5, lambda s: s >= min_frac)
-    stretch = st.first_long_run(f.steps, high, need)
-    runs = st.true_runs(high)
-    if stretch is None and runs and runs[-1][1] == len(f.values) - 1 and \
-            f.steps[runs[-1][1]] - f.steps[runs[-1][0]] >= min_stretch_steps:
-        stretch = runs[-1]              # still high when the log ends: the run's state, however long it ran before
+    # still high when the log ends: the run's state, however long it ran before
+    stretch = st.first_long_run(f.steps, st.median_passes(f.values, 5, lambda s: s >= min_frac), need,
+                                need_at_end=min_stretch_steps)
     if stretch is not None:
         a, b = stretch
         return Evidence(int(f.steps[a]), int(f.steps[b]), {

@@ -166,6 +166,21 @@ def test_grad_norm_spike_is_relative_to_the_run_not_to_seed_002s_example_floor()
         assert run_detector("spike_vs_ema", values=curve(g)) is None, level
 
 
+
+def test_a_grad_norm_spike_read_against_the_emas_floor_says_so():
+    # after 40 steps at 1% of its level the EMA has sunk to ~0.03; the point is read against the floor
+    # (min_level_of_median x the median so far), and the message must not call that floor "its EMA"
+    rng = np.random.default_rng(1)
+    g = np.exp(rng.normal(0, 0.2, 400))
+    g[200:240] *= 0.01
+    g[240] = 30.0
+    found = run_detector("spike_vs_ema", values=curve(g))
+    floor = shipped_params("spike_vs_ema")["min_level_of_median"]
+    assert found.start_step == 241
+    assert found.values["level_said"].startswith(f"its EMA's floor {found.values['ema']:.3g} ({floor:g}x its median")
+    g[200:240] /= 0.01                        # the same jump against a healthy EMA: named as the EMA
+    found = run_detector("spike_vs_ema", values=curve(g))
+    assert found.values["level_said"] == f"its EMA {found.values['ema']:.3g}"
 def test_stats_helpers():
     x = np.array([1.0, 2.0, 3.0, 100.0])
     assert _stats.robust_sd(x) < 5

@@ -324,7 +324,7 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "level_above": _LEVEL, "kl_level_above": _LEVEL, "log_ratio_off": _LEVEL,
     "rise_from_best": _CLIMBED,
     "rising_trend_before_event": ("baseline", "before_event", "event_step", "key", "lead", "rise", "signal"),
-    "spike_vs_ema": _SPIKE + ("ema",), "spike_vs_recent": _SPIKE + ("recent",),
+    "spike_vs_ema": _SPIKE + ("ema", "level_said"), "spike_vs_recent": _SPIKE + ("recent",),
     "superseded_blowup": ("key", "kind", "restart", "rolled_back", "signal", "step", "value"),
     "climb_from_best": _CLIMBED, "recovered_climb": _CLIMBED + ("back", "count", "recovery"),
     "level_excursion": ("back", "count", "key", "level", "onset", "peak", "peak_ratio", "ratio", "recovery", "sds",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,7 +90,8 @@ def _crowded(v: Curve, episodes, max_count: float, window_steps: float) -> bool:
 
 
 def _spike_evidence(v: Curve, episodes, level: np.ndarray, level_name: str, recover_points: int,
-                    isolated_max_count: float, isolated_window_steps: float, budget: _Budget) -> Evidence:
+                    isolated_max_count: float, isolated_window_steps: float, budget: _Budget,
+                    **said_of_level: str) -> Evidence:
     i = episodes[0][0]
     # a run that came back from every spike warns, however many (issue 25: verl's published DeepSeek-7B
     # GSM8K baseline absorbs 13 grad-norm spikes of 6-160x in 1,120 steps and trains on); repeated ones
@@ -101,7 +103,7 @@ def _spike_evidence(v: Curve, episodes, level: np.ndarray, level_name: str, reco
     return Evidence(int(v.steps[i]), int(v.steps[episodes[-1][1]]), {
         "signal": v.signal, "key": v.key, "value": float(v.values[i]), level_name: float(level[i]),
         "ratio": float(v.values[i] / level[i]) if level[i] > 0 else math.inf, "count": len(episodes),
-        "absorbed": said, "budget": budget.text(i)},
+        "absorbed": said, "budget": budget.text(i), **said_of_level},
         severity="warn" if absorbed else None)
 
 
@@ -340,7 +342,7 @@ def _tiny(y: np.ndarray) -> float:
     return 1e-9 * float(np.max(np.abs(y))) + 1e-300 if len(y) else 1e-300
 
 
-def _quiet_note(v: Curve, y: np.ndarray, points: np.ndarray, level: np.ndarray, level_name: str,
+def _quiet_note(v: Curve, y: np.ndarray, points: np.ndarray, level: np.ndarray, level_said: Callable[[int], str],
                 budget: _Budget, recover_points: int, back_under: np.ndarray) -> Quiet | None:
     """Jumps past the size bar, each back at its level within `recover_points` points, that the run's noise
     makes as often as the budget allows: a note (None where one of them was not absorbed: no note for it)."""
@@ -350,7 +352,7 @@ def _quiet_note(v: Curve, y: np.ndarray, points: np.ndarray, level: np.ndarray, 
     i = max(absorbed, key=lambda j: v.values[j] / level[j] if level[j] > 0 else 0.0)
     ratio = v.values[i] / level[i] if level[i] > 0 else math.inf
     more = f" (and {len(absorbed) - 1} more)" if len(absorbed) > 1 else ""
-    said = f"{v.key} {v.values[i]:.4g} at step {int(v.steps[i])}, {ratio:.1f}x its {level_name} {level[i]:.3g}{more}"
+    said = f"{v.key} {v.values[i]:.4g} at step {int(v.steps[i])}, {ratio:.1f}x {level_said(i)}{more}"
     if not budget.has_tail:
         return Quiet(f"{said}, back within {recover_points} points: {budget.text(i)}, so a smaller one the run came "
                      "back from is not told from its noise")
@@ -520,9 +522,10 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
         if len(v.values) <= _FIRST_TESTED:
             return NotJudged(f"{v.signal} has {len(v.values)} finite points and no jump of {huge_ratio:g}x its level;"
                              f" {_FIRST_TESTED + 1} are needed to judge smaller ones")
-        note = _quiet_note(v, x, notes, level, "recent level", budget, recover, med + recover_sd * sd) \
-            if len(notes) and reward is None else None
-        return note
+        if not len(notes) or reward is not None:
+            return None
+        return _quiet_note(v, x, notes, level, lambda i: f"its recent level {level[i]:.3g}", budget, recover,
+                           med + recover_sd * sd)
     episodes = _recovered(x, np.flatnonzero(spike), recover, med + recover_sd * sd)
     # the seed's 10x reads a loss with a positive level (cross-entropy).  A policy-gradient loss that
     # hovers at 0 has no such scale and bursts with the batch's KL: a burst it comes back from is not a
@@ -597,7 +600,15 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail
     # than one of the logs, so a burst's later points are read against it: BLOOM-176B's 2.4 -> 960 -> 650 over 7
     # steps, back to 0.27, is one absorbed episode of 4 points, not a 7-point level shift)
     typical = _typical_before(v.values, first)
-    level = np.fmax(st.ema_before(v.values, span), min_level_of_median * typical)
+    ema_itself, floor_level = st.ema_before(v.values, span), min_level_of_median * typical
+    level = np.fmax(ema_itself, floor_level)
+
+    def level_said(i: int) -> str:
+        """The level a point is read against: its EMA, or the floor where the EMA had sunk under it."""
+        if ema_itself[i] >= floor_level[i] or np.isnan(floor_level[i]):
+            return f"its EMA {level[i]:.3g}"
+        return (f"its EMA's floor {level[i]:.3g} ({min_level_of_median:g}x its median so far; the EMA was "
+                f"{ema_itself[i]:.3g})")
     everywhere = np.arange(n)
     tested = everywhere >= first
     large = (v.values > ratio_vs_ema * level) & tested
@@ -624,10 +635,11 @@ def spike_vs_ema(values: Curve, *, ratio_vs_ema, run_alpha, huge_ratio, min_tail
         if n <= _FIRST_TESTED:
             return _no_spike(v, n, huge_ratio)
         notes = np.flatnonzero(large & ~sure)
-        return _quiet_note(v, v.values, notes, level, "EMA", budget, recover, recover_ratio * level) \
+        return _quiet_note(v, v.values, notes, level, level_said, budget, recover, recover_ratio * level) \
             if len(notes) else None
     episodes = _recovered(v.values, np.flatnonzero(spike), recover, recover_ratio * level)
-    return _spike_evidence(v, episodes, level, "ema", recover, isolated_max_count, isolated_window_steps, budget)
+    return _spike_evidence(v, episodes, level, "ema", recover, isolated_max_count, isolated_window_steps, budget,
+                           level_said=level_said(episodes[0][0]))
 
 
 def _no_spike(v: Curve, n: int, huge_ratio: float) -> NotJudged | None:

@@ -48,6 +48,12 @@ def test_the_three_way_decision_needs_sure_and_large_for_a_finding_and_an_interv
     assert "inf" not in Reading(0.6, math.inf).text() and "inf" not in Reading(0.6, 0.0).text()
 
 
+def test_an_undecided_rise_says_whether_the_rise_or_only_its_size_is_in_doubt():
+    # sure (0.05..0.11) but whether it reaches 0.1 is open: not "a rise of 0.1 can be neither confirmed ..."
+    assert Reading(0.08, 0.01).size_unsure_text(SIZE, SURE_Z).startswith("the rise is sure, but whether it reaches 0.1")
+    assert Reading(0.12, 0.05).size_unsure_text(SIZE, SURE_Z) == "a rise of 0.1 can be neither confirmed nor ruled out"
+
+
 def test_windows_are_set_in_steps_and_never_empty():
     steps = np.arange(0, 1000, 100)
     assert windows(steps, 0.1) == ((0, 1), (9, 10))

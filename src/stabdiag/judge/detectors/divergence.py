@@ -80,8 +80,8 @@ def trend_divergence(rising: Curve, flat: list[Curve], *, min_steps, min_rise_z,
         # a rise of the size looked for is neither confirmed nor ruled out, and no eval followed it
         moved = f", while evals moved {_eval_summary(flats)}" if flats else ""
         unread = [why for kind, why, _ in readings if kind != "flat"]
-        return NotJudged.too_noisy(f"{said}: a rise of {bar:.3g} (the size looked for) can be neither confirmed "
-                                   f"nor ruled out{moved}" + ("; " + "; ".join(unread) if unread else ""))
+        return NotJudged.too_noisy(f"{said}: {rise.reading.size_unsure_text(bar, min_rise_z)} (the size looked for)"
+                                   f"{moved}" + ("; " + "; ".join(unread) if unread else ""))
     if not flats:
         unread = [why for kind, why, _ in readings if kind != "flat"]
         return NotJudged.too_noisy(f"{said}, but no independent check could be read against it: "

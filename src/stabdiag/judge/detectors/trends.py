@@ -156,8 +156,8 @@ def fraction_climb_while_rising(fraction: Curve, rising: Curve, evals: list[Curv
         return None             # a rise of a third of the reward's range is ruled out: judged, and clean
     said = f"{r.signal} {rise.start_level:.3g} -> {rise.end_level:.3g} ({rise.reading.text(min_rise_z)})"
     if decision != FINDING:
-        return NotJudged.too_noisy(f"{f.signal} climbed {start:.0%} -> {end:.0%} while {said}: a rise of "
-                                   f"{size:.3g} can be neither confirmed nor ruled out")
+        return NotJudged.too_noisy(f"{f.signal} climbed {start:.0%} -> {end:.0%} while {said}: "
+                                   + rise.reading.size_unsure_text(size, min_rise_z))
     made_at_lo, made_at_hi = _share_made_at(r, rise.start_level, rise.estimate, (lo, hi))
     if made_at_hi < _OVERLAP_SHARE or made_at_lo > 1.0 - _OVERLAP_SHARE:
         # the cap filled before the reward began to rise, or after it had risen: length did not pay

@@ -63,6 +63,14 @@ class Reading:
             return CLEAN
         return UNDECIDED
 
+    def size_unsure_text(self, size: float, sure_z: float) -> str:
+        """Why an UNDECIDED rise is: "a rise of 0.2 can be neither confirmed nor ruled out", or, where the
+        rise itself is sure and only whether it reaches `size` is not, "the rise is sure, but whether it
+        reaches 0.2 ..." (a rise at z 16 whose interval straddles the size is no noisy curve)."""
+        if self.sure(sure_z):
+            return f"the rise is sure, but whether it reaches {size:.3g} can be neither confirmed nor ruled out"
+        return f"a rise of {size:.3g} can be neither confirmed nor ruled out"
+
     def interval_text(self, sure_z: float = Z95, fmt: str = ".3g", shift: float = 0.0) -> str:
         """"95% interval 0.22..0.40" (the level of `sure_z`), "exact" where the points have no noise, or
         "no interval: too few points" where they cannot bound it."""

@@ -8,8 +8,11 @@ is the one-sided normal tail it stands for, a `run_alpha` is its share as writte
 the `fail` rules, and of all rules, must sum within their budgets (`stabdiag rules budget`).  By the union
 bound the run's chance of any false finding is then at most the sum, whatever the rules' dependence.  A
 rule asks its question once per run (one that asks it of several evals corrects for their number:
-stats/evidence.family_z, Sidak's).  Holm's step-down (1979), which would pass what a silent rule did not
-spend to the others, needs every finding's p-value at the engine; it is not done.
+stats/evidence.family_z, Sidak's). Holm's step-down (1979; weighted: Holm's own, Bretz et al.'s graphs) would
+change no verdict, so it is not done: at the declared shares its first step is this union bound (a run has a
+finding under Holm exactly when it has one here), and only after a rejection does it pass the rejected rule's
+share to the others - more findings on a run that already has one, never a first. Within the `fail` budget the
+same holds for `fail`.
 
 Nominal shares hold under each rule's noise model; the rates measured on broad null families
 (bench/calibrate.py, README "Calibration") are what a user meets.  Level rules (a threshold on a level,

@@ -44,7 +44,7 @@ Pretraining levels: loss L_inf ~ U(1.8, 3.5) + (L0 - L_inf)(1 - f(u)), L0 ~ U(4,
   g0 (1 + h exp(-u / tg)) (1 + 0.1 u), h ~ U(0, 2), tg ~ U(0.01, 0.1), log sd ~ U(0.1, 0.3).
   u = i / (T - 1) is the run's progress.  In the noise families f is exponential saturation with
   tau ~ U(0.05, 0.3) (a pretraining loss that does not fall is not healthy); in the smooth families f is the
-  family's curve.
+  family's curve; in flat_loss f = 1 (below).
 Means: in the noise families an RL run's means are stationary (flat); in the smooth families they move on
   the family's curve f (0 -> 1): reward r0 + d f, d ~ U(0.1, 0.4) (at most 0.95 - r0); every eval follows,
   e0 + c d f with c ~ U(0.5, 1.0) per eval (at most 0.95 - e0); kl kl0 (0.1 + 0.9 f); entropy
@@ -63,6 +63,10 @@ Each signal gets its own unit noise process (independent across signals), scaled
   smooth_quadratic  f = 1 - (1 - min(u / p, 1))^2, p ~ U(0.3, 0.8) (a quadratic approach to a plateau)
                     The three smooth families draw N(0, 1) noise scaled by nu ~ U(0.1, 0.5) (small noise).
   smooth_noisefree  one of the three curves (chance 1/3 each), no noise at all
+  flat_loss         a supervised run logged after its loss converged (a resumed or continued run, a model that
+                    already fits its data): always the pretraining kind, f = 1 (the loss flat at L_inf), each
+                    signal's noise of one kind drawn per run (chance 1/4 each): N(0, 1), AR(1) 0.5, AR(1) 0.9,
+                    Student-t(3) / sqrt(3)
   binomial          RL only.  G from {4, 8, 16, 64, 256} completions for each of P from {8, 16, 32, 64} prompts
                     per step; prompt logits logit(r0) + rho f(u) + a_d w_i + tp z, with f exponential
                     saturation (tau ~ U(0.1, 0.5)), skill gain rho ~ U(0, 1.5) logits, the prompts'
@@ -143,7 +147,8 @@ NOISE_FAMILIES = {"iid_gauss": ("gauss", 0.0), "iid_t3": ("t3", 0.0), "lognormal
                   "random_walk": ("rw", 0.0)}
 SMOOTH_FAMILIES = {"smooth_sigmoid": "sigmoid", "smooth_expsat": "expsat", "smooth_quadratic": "quadratic",
                    "smooth_noisefree": None}
-FAMILIES = (*NOISE_FAMILIES, *SMOOTH_FAMILIES, "binomial")
+FLAT_LOSS_NOISES = (("gauss", 0.0), ("ar", 0.5), ("ar", 0.9), ("t3", 0.0))
+FAMILIES = (*NOISE_FAMILIES, *SMOOTH_FAMILIES, "binomial", "flat_loss")
 T_MIN, T_MAX = 20, 100_000
 CADENCES = (1, 5, 25)
 STARTS = (0, 1, 50_000)
@@ -333,7 +338,8 @@ def _plain_null_run(family: str, index: int, seed: int, t_max: int = T_MAX) -> G
     mode = str(rng.choice(["sub", "mean"])) if cadence > 1 else "sub"
     n_eval = max(1, min(round(draw_log_uniform(rng, 8, 200)), n // (2 * cadence)))
     evals_at = eval_index(rng, n, cadence, n_eval)
-    kind = "rl" if family == "binomial" or rng.random() >= 0.25 else "pretrain"
+    kind = "pretrain" if family == "flat_loss" else "rl" if family == "binomial" or rng.random() >= 0.25 else \
+        "pretrain"
     u = np.arange(n) / max(n - 1, 1)
     info = {"family": family, "index": index, "steps": n, "start": start, "cadence": cadence, "mode": mode,
             "kind": kind, "eval_points": len(evals_at)}
@@ -361,12 +367,19 @@ def _family_noise(rng: np.random.Generator, family: str, n: int, cols: int, info
         level = 0.0 if family == "smooth_noisefree" else rng.uniform(0.1, 0.5)
         info["noise_level"] = round(level, 4)
         return unit_noise(rng, "gauss", n, cols) * level
+    if family == "flat_loss":
+        kind, phi = FLAT_LOSS_NOISES[int(rng.integers(len(FLAT_LOSS_NOISES)))]
+        info["noise"] = f"{kind} {phi:g}" if kind == "ar" else kind
+        return unit_noise(rng, kind, n, cols, phi)
     kind, phi = NOISE_FAMILIES.get(family, ("gauss", 0.0))
     return unit_noise(rng, kind, n, cols, phi)
 
 
 def _family_curve(rng: np.random.Generator, family: str, u: np.ndarray, info: dict) -> np.ndarray | None:
-    """The smooth family's mean curve f (0 -> 1), or None for a family whose means are stationary."""
+    """The smooth family's mean curve f (0 -> 1), 1 for flat_loss (converged before the log), or None for a
+    family whose means are stationary."""
+    if family == "flat_loss":
+        return np.ones(len(u))
     if family not in SMOOTH_FAMILIES:
         return None
     kind = SMOOTH_FAMILIES[family] or str(rng.choice(["sigmoid", "expsat", "quadratic"]))

@@ -12,7 +12,10 @@ until then; it counts when it stays over the bar for the shortest stretch, in st
 over when the curve is back within half the bar.  Whether it is sure is one three-way decision
 (stats/change.py) on its size against the reference's mean (read before the rise began) - a finding when
 the interval clears 0 and the estimate clears the bar, clean when the interval's upper end is under it,
-else too noisy to tell.  A departure that lasts to the log's end (or to a NaN, where the run is cut) did
+else too noisy to tell.  A finding is the largest of the departures the curve could have shown, against
+the lowest of its levels so far: its interval is held to the rule's chance spread over both choices
+(_scan_z), with the degrees of freedom of its standard error; a clean reading, one reading's claim, is
+held to the rule's own.  A departure that lasts to the log's end (or to a NaN, where the run is cut) did
 not recover: its size is the mean of its points, with a standard error from each side's own noise.  One
 that recovered held a level for a stretch: where its bar is the declared size (not the noise's multiple),
 its size is the mean of the stretch it held over the bar, under the noise the curve had shown before it
@@ -29,6 +32,7 @@ import numpy as np
 from ... import _stats as st
 from ..stats import extremes as ex
 from ..stats.change import CLEAN, FINDING, UNDECIDED, Reading
+from ..stats.evidence import family_z
 from ..stats.noise import MAX_POINTS, block_means, estimate_noise
 from ._base import Curve, Evidence, NotJudged
 
@@ -54,6 +58,7 @@ class _Departure:
     recovered: bool             # back under the bar before the log ends
     peak: int                   # the highest smoothed point
     onset: int = -1             # the date given: the bar's last crossing before the peak (-1: `start`)
+    z: float = math.nan         # the sureness it was decided at (_scan_z), quoted with its interval
 
     @property
     def began(self) -> int:
@@ -134,19 +139,40 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         if recovered and not recovered_too:
             continue
         held = _held_end(smooth, reference[a], bar[a], a, b)
-        if (recovered and sized[a] > min_sd * sd[a] and steps[held] - steps[rise] >= stretch_steps
-                and rise >= _MIN_NOISE_POINTS):
-            reading = _held_reading(values, ref, (rise, held + 1))
+        reading_held = (recovered and sized[a] > min_sd * sd[a] and steps[held] - steps[rise] >= stretch_steps
+                        and rise >= _MIN_NOISE_POINTS)
+        if reading_held:
+            reading, dof = _held_reading(values, ref, (rise, held + 1)), rise - 2.0
         else:
-            reading = _departure_reading(values, ref, (a, b + 1))
+            reading, dof = _departure_reading(values, ref, (a, b + 1))
         peak = a + int(np.argmax(smooth[a:b + 1]))
         # dated where the smoothed curve last crossed the bar itself before its peak: a wobble over half the
         # bar in the steps before (noise the departure's extent has to tolerate) does not date it
         under = np.flatnonzero(smooth[a:peak + 1] - reference[a] < bar[a])
         onset = a + int(under[-1]) + 1 if len(under) else a
-        departures.append(_Departure(a, b, ref, reading, float(bar[a]), reading.decide(float(bar[a]), sure_z),
-                                     recovered, peak, onset))
+        z = _scan_z(sure_z, n, (held + 1 - rise) if reading_held else (b + 1 - a), a if anchor[a] >= 0 else 0, wide,
+                    dof)
+        departures.append(_Departure(a, b, ref, reading, float(bar[a]), _decide(reading, float(bar[a]), z, sure_z),
+                                     recovered, peak, onset, z))
     return _Read(steps, values, smooth, reference, bar, sd, anchor, sure_z, stretch_steps, departures)
+
+
+def _scan_z(sure_z: float, n: int, length: int, before: int = 0, wide: int = 1, dof: float = math.inf) -> float:
+    """The sureness a departure of `length` points needs on a curve of `n`: `sure_z`'s one-sided chance spread
+    over the n / length stretches of its length the curve could have shown it in, and, read against the
+    lowest level so far, over the `before` / `wide` windows that level was the lowest of (Sidak's correction),
+    so that a run's chance of a false departure is the rule's, however long; as a quantile of Student's t
+    with the `dof` of its standard error (a noise read from 12 points is itself uncertain)."""
+    count = max(int(math.ceil(n / max(length, 1)) * max(math.ceil(before / max(wide, 1)), 1)), 1)
+    each = -math.expm1(math.log1p(-0.5 * math.erfc(sure_z / math.sqrt(2.0))) / count)
+    return ex.t_isf(each, max(dof, 1.0)) if math.isfinite(dof) else family_z(sure_z, count)
+
+
+
+def _decide(reading: Reading, bar: float, scan_z: float, sure_z: float) -> str:
+    """The three-way decision with each claim at its own sureness: a finding (a departure picked as the
+    largest of many) at `scan_z`, clean (a departure of `bar` ruled out, one reading's claim) at `sure_z`."""
+    return CLEAN if reading.high(sure_z) < bar else reading.decide(bar, scan_z)
 
 
 def _rise_start(values: np.ndarray, reference: float, within: float, a: int) -> int:
@@ -187,9 +213,11 @@ def _held_reading(values: np.ndarray, reference: tuple[int, int], held: tuple[in
     return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf)
 
 
-def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure: tuple[int, int]) -> Reading:
+def _departure_reading(values: np.ndarray, reference: tuple[int, int],
+                       departure: tuple[int, int]) -> tuple[Reading, float]:
     """The departure's mean minus the reference's, with a standard error from each side's own noise (a
-    Welch-type contrast of two stretches): the reference window's mean under the noise of the points before
+    Welch-type contrast of two stretches, with its Welch-Satterthwaite degrees of freedom): the reference
+    window's mean under the noise of the points before
     the departure, the departure's mean under the noise of its own points.  A loss that diverges is far
     noisier than before it (4.0 +- 0.1, then 200-600), and its edges (4 -> 546 in one step) are no noise of
     either side: one noise for the whole curve read both as a wander that bounds nothing.  Independent
@@ -204,9 +232,22 @@ def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure
         shifted[a:b] -= estimate
         return shifted
 
-    var = sum(_mean_variance(side if len(side) >= _MIN_NOISE_POINTS else whole(), width)
-              for side, width in ((values[a:b], b - a), (values[:a], reference[1] - reference[0])))
-    return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf)
+    sides = [(side if len(side) >= _MIN_NOISE_POINTS else whole(), width)
+             for side, width in ((values[a:b], b - a), (values[:a], reference[1] - reference[0]))]
+    parts = [_mean_variance(side, width) for side, width in sides]
+    var = sum(parts)
+    return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf), \
+        _satterthwaite(parts, [len(side) for side, _ in sides])
+
+
+def _satterthwaite(parts: list[float], points: list[int]) -> float:
+    """Welch-Satterthwaite's degrees of freedom of a sum of variances each read from its own points (as
+    points - 2: a noise read from 10 points is itself uncertain); inf where the sum is 0 or unbounded."""
+    total = sum(parts)
+    if not (total > 0 and math.isfinite(total)):
+        return math.inf
+    spread = sum(v * v / max(k - 2.0, 1.0) for v, k in zip(parts, points))
+    return total * total / spread if spread > 0 else math.inf
 
 
 def _mean_variance(segment: np.ndarray, window: int) -> float:
@@ -318,7 +359,7 @@ def climb_values(read: _Read, d: _Departure, curve: Curve) -> dict:
             "level": level, "peak": peak, "share": share, "share_text": _share_text(share, past, descent),
             "sds": _in_sds(d.reading.estimate, read.noise_sd[d.began]),
             "sds_text": _sds_text(d.reading.estimate, read.noise_sd[d.began], best),
-            "stretch": int(read.steps[d.end] - read.steps[d.began]), "sure": d.reading.text(read.sure_z),
+            "stretch": int(read.steps[d.end] - read.steps[d.began]), "sure": d.reading.text(d.z),
             "onset": int(read.steps[d.began])}
 
 
@@ -408,7 +449,7 @@ def climb_from_best(values: Curve, reward: Curve | None = None, kl: Curve | None
         return None
     return NotJudged.too_noisy(f"{v.signal} {said['best']:.4g} at its best (step {said['best_step']}) -> "
                                f"{said['level']:.4g} over its last {said['stretch']} steps, a climb of "
-                               f"{d.reading.text(sure_z)} against the {d.bar:.3g} looked for")
+                               f"{d.reading.text(d.z)} against the {d.bar:.3g} looked for")
 
 
 def _held_far_above_start(read: _Read, huge_ratio: float, curve: Curve) -> dict | None:
@@ -449,15 +490,17 @@ def held_climb(read: _Read) -> _Departure:
     wide = _reference_points(n, w)
     anchor = read.anchor                    # _running_best(read.values, wide)'s, as read_climbs read it
     ref = _reference_window(int(anchor[start - 1]), start, wide, n)
-    reading = _departure_reading(read.values, ref, (start, n))
+    reading, dof = _departure_reading(read.values, ref, (start, n))
     bar = float(read.bar[start])
+    z = _scan_z(read.sure_z, n, n - start, start if anchor[start - 1] >= 0 else 0, wide, dof)
+    peak = start + int(np.argmax(read.smooth[start:]))
     if anchor[-1] >= start:                 # still at its best at the end: no climb to tell
-        return _Departure(start, n - 1, ref, reading, bar, CLEAN, False, start + int(np.argmax(read.smooth[start:])))
+        return _Departure(start, n - 1, ref, reading, bar, CLEAN, False, peak, z=z)
     # a climb the smoothed curve did not hold for the stretch is not called held, however sure its mean:
     # in the log's last steps whether it holds is not known yet
-    decision = reading.decide(bar, read.sure_z)
-    return _Departure(start, n - 1, ref, reading, bar, UNDECIDED if decision == FINDING else decision, False,
-                      start + int(np.argmax(read.smooth[start:])))
+    decision = _decide(reading, bar, z, read.sure_z)
+    return _Departure(start, n - 1, ref, reading, bar, UNDECIDED if decision == FINDING else decision, False, peak,
+                      z=z)
 
 
 def recovered_climb(values: Curve, reward: Curve | None = None, *, min_share, min_sd, sure_z, stretch_steps,
@@ -475,7 +518,7 @@ def recovered_climb(values: Curve, reward: Curve | None = None, *, min_share, mi
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; {min_points:g} are needed")
     read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps)
-    return _excursion_evidence(read, v, [d for d in read.departures if d.recovered], sure_z,
+    return _excursion_evidence(read, v, [d for d in read.departures if d.recovered],
                                lambda d: climb_values(read, d, v))
 
 
@@ -512,14 +555,13 @@ def level_excursion(values: Curve, *, min_ratio, min_sd, sure_z, stretch_steps,
                 "peak_ratio": math.exp(float(read.smooth[d.peak]) - before),
                 "sds": _in_sds(d.reading.estimate, read.noise_sd[d.began]),
                 "sds_text": _sds_text(d.reading.estimate, read.noise_sd[d.began], before),
-                "stretch": int(read.steps[d.end] - read.steps[d.began]), "sure": d.reading.text(sure_z),
+                "stretch": int(read.steps[d.end] - read.steps[d.began]), "sure": d.reading.text(d.z),
                 "onset": int(read.steps[d.began])}
 
-    return _excursion_evidence(read, v, [d for d in read.departures if d.recovered], sure_z, said)
+    return _excursion_evidence(read, v, [d for d in read.departures if d.recovered], said)
 
 
-def _excursion_evidence(read: _Read, curve: Curve, recovered: list[_Departure], sure_z: float,
-                        said) -> Evidence | NotJudged | None:
+def _excursion_evidence(read: _Read, curve: Curve, recovered: list[_Departure], said) -> Evidence | NotJudged | None:
     """The largest sure excursion (the others counted), too noisy to tell where one of the size looked for
     can be neither confirmed nor ruled out, else clean."""
     found = [d for d in recovered if d.decision == FINDING]
@@ -536,7 +578,7 @@ def _excursion_evidence(read: _Read, curve: Curve, recovered: list[_Departure], 
         d = undecided[0]
         return NotJudged.too_noisy(f"{curve.signal} left its level at step {int(read.steps[d.began])} for "
                                    f"{int(read.steps[d.end] - read.steps[d.began])} steps and came back, by "
-                                   f"{d.reading.text(sure_z)} against the {d.bar:.3g} looked for")
+                                   f"{d.reading.text(d.z)} against the {d.bar:.3g} looked for")
     return None
 
 

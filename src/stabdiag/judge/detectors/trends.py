@@ -208,7 +208,7 @@ def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | 
     said = climb_values(read, d, v)
     if d.decision != FINDING:
         return NotJudged.too_noisy(f"{v.signal} {said['best']:.4g} at its best (step {said['best_step']}) -> "
-                                   f"{said['level']:.4g} to the end, a climb of {d.reading.text(sure_z)} against the "
+                                   f"{said['level']:.4g} to the end, a climb of {d.reading.text(d.z)} against the "
                                    f"{d.bar:.3g} looked for")
     return Evidence(said["onset"], int(v.steps[-1]), said)
 

@@ -90,7 +90,14 @@ class Reading:
 def _confidence(sure_z: float) -> str:
     """The two-sided confidence of +-sure_z, as a percentage ("95%", "99.7%")."""
     level = math.erf(sure_z / math.sqrt(2.0))
-    return f"{level:.1%}".replace(".0%", "%") if level < 0.999 else f"{level:.2%}"
+    if level < 0.999:
+        return f"{level:.1%}".replace(".0%", "%")
+    if level < 0.9999:
+        return f"{level:.2%}"
+    if sure_z < 6.0:
+        # past 99.99% as many decimals as the level needs not to read 100% (a run-wide bar: 99.9996%)
+        return f"{level:.{math.ceil(-math.log10(1.0 - level)) - 2}%}"
+    return f"+-{sure_z:.3g} standard error"     # a level past 99.9999998% says nothing more
 
 
 @dataclass(frozen=True, slots=True)

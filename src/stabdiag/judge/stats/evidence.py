@@ -145,8 +145,10 @@ def family_z(z: float, count: int) -> float:
     from statistics import NormalDist
 
     normal = NormalDist()
-    tail = 1.0 - normal.cdf(z)
-    return normal.inv_cdf(1.0 - (1.0 - (1.0 - tail) ** (1.0 / count)))
+    # in tails, not in 1 - tails: a z of 12 (a threshold pair's) has a tail 1 - cdf rounds to 0
+    tail = 0.5 * math.erfc(z / math.sqrt(2.0))
+    each = -math.expm1(math.log1p(-tail) / count)
+    return -normal.inv_cdf(each)
 
 
 def effective_n(n: int, rho: float) -> float:

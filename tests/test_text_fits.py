@@ -38,3 +38,13 @@ def test_a_few_points_are_drawn_as_points_and_short_holes_bridged():
 def test_numbers_never_read_minus_zero():
     assert short(-0.0) == "0" and short(-0.0001) == "-1.0e-04" and short(0.296) == "0.296"
     assert short(-0.00049) == "-4.9e-04" and short(-1e-9 * 0) == "0"
+
+
+def test_a_constant_curve_is_drawn_flat_though_its_cells_are_means_that_round_apart():
+    from stabdiag.report.sparkline import rebin
+
+    lr = [1e-4] * 2000                                        # a constant learning rate, 2000 points in 28 cells
+    cells = rebin(lr, 28)
+    assert max(cells) != min(cells)                           # the means differ in their last bits ...
+    assert set(sparkline(cells)) == {sparkline([1.0])}        # ... and the line is flat all the same
+    assert len(set(sparkline([1e-4, 1e-4 * (1 + 1e-6), 1e-4]))) == 2    # a real change is still drawn

@@ -133,13 +133,16 @@ def sparkline(values: list[float | None]) -> str:
     """Blocks scaled between the finite min and max; a blank for no data, × for NaN/Inf."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     lo, hi = (min(finite), max(finite)) if finite else (0.0, 0.0)
+    # a constant curve's cells are means of equal values, apart only by their rounding (1e-4 averaged over
+    # 7 points is not always 1e-4): flat, not a jagged line scaled to the last bits
+    flat = hi - lo <= 1e-9 * max(abs(hi), abs(lo))
     chars = []
     for v in values:
         if v is None:
             chars.append(" ")
         elif not math.isfinite(v):
             chars.append(NONFINITE)
-        elif hi == lo:
+        elif flat:
             chars.append(BLOCKS[0])
         else:
             chars.append(BLOCKS[min(len(BLOCKS) - 1, int((v - lo) / (hi - lo) * len(BLOCKS)))])

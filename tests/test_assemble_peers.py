@@ -72,6 +72,32 @@ def test_overlapping_logs_with_other_names_are_told_apart_by_what_they_hold(tmp_
     assert {"loss", "eval_loss"} <= set(run.series)
 
 
+def test_a_table_and_the_console_that_printed_the_same_numbers_are_one_run(tmp_path):
+    # a script that logs to metrics.csv and prints the same numbers (to 4 decimals) to train.log, which ends on
+    # an ECC error: one run, whose ending is the console's (they were two runs, the CSV's a plain pass)
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 301)
+    loss, grad = 2.0 + 0.02 * rng.standard_normal(300), 0.8 * np.exp(0.05 * rng.standard_normal(300))
+    pd.DataFrame({"step": steps, "loss": loss, "grad_norm": grad, "learning_rate": 1e-5}).to_csv(
+        tmp_path / "metrics.csv", index=False)
+    lines = [f"step {s} loss={x:.4f} grad_norm={g:.4f} lr=1.00e-05" for s, x, g in zip(steps, loss, grad)]
+    lines += ["Traceback (most recent call last):", '  File "train.py", line 211, in <module>',
+              "    loss.backward()", "RuntimeError: CUDA error: uncorrectable ECC error encountered"]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    [run] = load(str(tmp_path))
+    assert any("the same values at the same steps" in n for n in run.notes)
+    # two seeds that print their own numbers stay two runs
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "train.log").write_text("\n".join(lines[:300]) + "\n")
+    pd.DataFrame({"step": steps, "loss": loss + 0.05, "grad_norm": grad, "learning_rate": 1e-5}).to_csv(
+        seeds / "metrics.csv", index=False)
+    assert len(load(str(seeds))) == 2
+
+
 def test_configs_named_like_the_logs_tell_runs_apart(tmp_path):
     for name, lr in (("first", 1e-4), ("second", 3e-4)):
         (tmp_path / f"{name}.log").write_text("".join(f"step {s}: loss {2.0 - 0.01 * s:.4f}\n" for s in range(1, 31)))

@@ -11,7 +11,8 @@ one) are split into runs by, in this order:
 2. their configs: a config file named like each log (`a.yaml` beside `a.log`) that differs between them
    makes them separate runs;
 3. what they hold (each file read once): files that share their metric keys, both start at the first
-   step and overlap are separate runs; a file that starts later (a resume) or holds other keys (an eval
+   step and overlap are separate runs, unless they hold the same numbers at the same steps (a table and
+   the console that printed them); a file that starts later (a resume) or holds other keys (an eval
    table beside the train table) belongs to the run of the others.
 
 Anything left undecided stays one run, as before.  The decision is said in a note on each run it
@@ -89,7 +90,7 @@ class _Files:
     """What the files hold (read once, when the names and configs leave a pair undecided)."""
 
     def __init__(self, loaders: dict[str, ModuleType]) -> None:
-        self.loaders, self.read = loaders, {}
+        self.loaders, self.read, self.series = loaders, {}, {}
 
     def span(self, path: str):
         """(first step, last step, logging interval, metric keys) of the file, or None (not readable)."""
@@ -105,6 +106,7 @@ class _Files:
         series = [s for k, s in run.series.items() if len(s) and not is_bookkeeping(k)]
         if not series:
             return None
+        self.series[path] = {k: s for k, s in run.series.items() if len(s) and not is_bookkeeping(k)}
         longest = max(series, key=len)
         gaps = np.diff(longest.steps)
         interval = int(np.median(gaps)) if len(gaps) else 1
@@ -153,10 +155,34 @@ def _pair(a: str, b: str, files: _Files) -> tuple[bool, str]:
         return True, "they hold different metrics of one run"
     same_start = abs(start_a - start_b) <= max(step_a, step_b)
     overlap = min(end_a, end_b) - max(start_a, start_b)
+    if same_start and overlap > 0 and _same_values(files.series[a], files.series[b], shared):
+        return True, "they hold the same values at the same steps (one run's table and its console)"
     if same_start and overlap > 0:
         return False, (f"each starts at the first step and they overlap (steps {max(start_a, start_b)}-"
                        f"{min(end_a, end_b)}) with the same metrics")
     return True, "one starts where the other stopped or later (a resume)"
+
+
+_PRINTED = 1e-3     # a console prints 4 significant digits or more: values that agree this closely are one run's
+
+
+def _same_values(a: dict, b: dict, keys: set[str]) -> bool:
+    """Whether two files log one run's numbers: at the steps both hold, every shared metric agrees to within
+    what a console prints, 3 or more of them on a metric that moves (two seeds of one script share a
+    learning-rate schedule, never a loss)."""
+    compared = 0
+    for key in keys:
+        sa, sb = a[key], b[key]
+        common, ia, ib = np.intersect1d(sa.steps, sb.steps, return_indices=True)
+        if not len(common):
+            continue
+        va, vb = np.asarray(sa.values, dtype=np.float64)[ia], np.asarray(sb.values, dtype=np.float64)[ib]
+        finite = np.isfinite(va) & np.isfinite(vb)
+        if not np.allclose(va[finite], vb[finite], rtol=_PRINTED, atol=0.0):
+            return False
+        if finite.any() and np.ptp(va[finite]) > 0:
+            compared += int(finite.sum())
+    return compared >= 3
 
 
 def _tokens(path: str) -> list[str]:

@@ -102,3 +102,15 @@ def test_every_format_quotes_the_same_onsets(diags):
         if d.root_layer is not None:
             row = next(line for line in table.splitlines() if line.startswith(d.run + " "))
             assert f" {d.layers[d.root_layer - 1].onset_step}  " in row, row
+
+
+def test_a_runs_table_row_names_its_lead_findings_own_onset_where_the_layers_is_another_findings(diags):
+    # the row's onset column is the root layer's (its earliest finding's); a lead dated later says when it began
+    from stabdiag.report.terminal import _headline, _lead
+
+    blowup = next(d for d in diags if d.run == "grpo_math_numeric_blowup")
+    lead, layer_onset = _lead(blowup.root_findings()), _layer_onsets(blowup)[blowup.root_layer]
+    assert lead.onset != layer_onset
+    assert _headline(blowup).startswith(f"{lead.rule} (from {lead.onset}): ")
+    hacking = next(d for d in diags if d.run == "grpo_math_reward_hacking")
+    assert "(from " not in _headline(hacking)       # its lead dates its layer

@@ -251,7 +251,9 @@ def _headline(diag: Diagnosis) -> str:
     root = diag.root_findings()
     if root:
         lead = _lead(root)
-        text = f"{lead.rule}: {shown(lead.title)}"
+        # the row's onset is the layer's (its earliest finding's); a lead dated later says its own
+        own = "" if lead.onset in (None, diag.layers[diag.root_layer - 1].onset_step) else f" (from {lead.onset})"
+        text = f"{lead.rule}{own}: {shown(lead.title)}"
     elif diag.verdict == "unknown":
         text = "nothing could be judged"
     else:

@@ -116,7 +116,7 @@ def _resolved(gen: fam.Generated) -> dict[str, str]:
 
 def test_each_family_columns_resolve_to_the_intended_signals():
     for family in fam.FAMILIES:
-        kinds = ("rl",) if family == "binomial" else ("rl", "pretrain")
+        kinds = ("rl",) if family == "binomial" else ("pretrain",) if family == "flat_loss" else ("rl", "pretrain")
         for kind in kinds:
             gen = _find(family, lambda g, k=kind: g.info["kind"] == k and g.info.get("n_evals", 1) == 2 - (k != "rl"),
                         t_max=300)

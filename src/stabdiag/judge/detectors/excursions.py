@@ -5,21 +5,21 @@ One reading for all of them.  The curve is smoothed over half the shortest stret
 median; long curves on block means), and each point's departure is read against a reference level read on a
 wider running median (2% of the curve: the lowest of many short medians is a noise minimum): for a loss its
 running best (the lowest such level so far), for a grad norm the median level of the stretch before the
-departure began (on the log scale: a ratio).  A departure clears the bar where it is at least a declared
-share of the way the loss came down (its start level minus its best: scale-free and offset-free), or a
-declared multiple for a grad norm, and at least `min_sd` sds of the point-to-point noise the curve had shown
-until then; it counts when it stays over the bar for the shortest stretch, in steps (cadence-free), and it is
-over when the curve is back within half the bar.  Whether it is sure is one three-way decision
-(stats/change.py) on its size against the reference's mean (read before the rise began) - a finding when
-the interval clears 0 and the estimate clears the bar, clean when the interval's upper end is under it,
-else too noisy to tell.  A finding is the largest of the departures the curve could have shown, against
-the lowest of its levels so far: its interval is held to the rule's chance spread over both choices
-(_scan_z), with the degrees of freedom of its standard error; a clean reading, one reading's claim, is
-held to the rule's own.  A departure that lasts to the log's end (or to a NaN, where the run is cut) did
-not recover: its size is the mean of its points, with a standard error from each side's own noise.  One
-that recovered held a level for a stretch: where its bar is the declared size (not the noise's multiple),
-its size is the mean of the stretch it held over the bar, under the noise the curve had shown before it
-(_held_reading).
+departure began (on the log scale: a ratio).  A departure clears the bar where it is at least a declared share
+of the way the loss came down (its start level minus its best: scale-free and offset-free), or a declared
+multiple for a grad norm, and at least `min_sd` sds of the noise the curve had shown until then (the larger of
+its point-to-point scatter and its spread around a running median of _SPREAD_POINTS: a wander of AR(0.9) noise
+moves a point 3x further than its steps); it counts when it stays over the bar for the shortest stretch, in
+steps (cadence-free), and it is over when the curve is back within half the bar.  Whether it is sure is one
+three-way decision (stats/change.py) on its size against the reference's mean (read before the rise began) - a
+finding when the interval clears 0 and the estimate clears the bar, clean when the interval's upper end is
+under it, else too noisy to tell.  A finding is the largest of the departures the curve could have shown,
+against the lowest of its levels so far: its interval is held to the rule's chance spread over both choices
+(_scan_z), with the degrees of freedom of its standard error; a clean reading, one reading's claim, is held to
+the rule's own.  A departure that lasts to the log's end (or to a NaN, where the run is cut) did not recover:
+its size is the mean of its points, with a standard error from each side's own noise.  One that recovered held
+a level for a stretch: where its bar is the declared size (not the noise's multiple), its size is the mean of
+the stretch it held over the bar, under the noise the curve had shown before it (_held_reading).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ _MAX_REFERENCE_POINTS = 1001  # ... at most this many points (cost bound)
 _BACK_SHARE = 0.5             # back: within half the bar of the reference again
 _NOISE_GRID = 16              # prefixes the running noise is read on (cost bound)
 _MIN_NOISE_POINTS = 8         # a side of a departure with fewer points takes the whole curve's noise
+_SPREAD_POINTS = 25          # a curve's spread is read around its running median over this many points (at least)
 _SHARE_SAID = 3.0             # a climb past 3x the way the loss came down is said as past its start, not a share
 
 
@@ -99,16 +100,16 @@ def _smoothing_points(steps: np.ndarray, stretch_steps: float) -> int:
     return max(1, min(half, len(steps) // 5)) | 1
 
 
-def _noise_so_far(values: np.ndarray, grid: int = _NOISE_GRID) -> np.ndarray:
-    """At each point, the point-to-point noise sd (a robust sd of first differences / sqrt 2: blind to a
-    trend, and to a few jumps) of the curve's points up to it, read on a grid of `grid` prefixes (each point
+def _noise_so_far(values: np.ndarray, read=st.noise_sd, grid: int = _NOISE_GRID) -> np.ndarray:
+    """At each point, the point-to-point noise sd (`read`: a robust sd of first differences / sqrt 2: blind
+    to a trend, and to a few jumps) of the curve's points up to it, read on a grid of `grid` prefixes (each point
     takes the last prefix ending at or before it; the first prefix, at least 8 points, serves the points
     before it): a departure is measured against the noise the curve had shown until then, not against the
     noise of a divergence that came after (a loss at 4.0 +- 0.1, then 200-600)."""
     n = len(values)
     ends = np.linspace(min(8, n), n, grid).astype(np.intp)
     ends = ends[np.concatenate([[True], np.diff(ends) > 0])]      # np.unique imports numpy.ma
-    sds = np.array([st.noise_sd(values[:e]) for e in ends.tolist()])
+    sds = np.array([read(values[:e]) for e in ends.tolist()])
     at = np.searchsorted(ends, np.arange(1, n + 1), side="right") - 1
     return sds[np.maximum(at, 0)]
 
@@ -126,7 +127,11 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
     reference, anchor = reference_of(values, wide)
     sd = _noise_so_far(values)
     sized = bar_of(smooth, reference)
-    bar = np.maximum(sized, min_sd * sd)
+    # a noise that wanders (AR 0.9) steps little from point to point and strays far: a bar of its steps alone
+    # read its wanders as departures (bench/calibrate.py flat_loss)
+    spread = _noise_so_far(values - st.rolling_median(values, max(wide, _SPREAD_POINTS) | 1), st.robust_sd) \
+        if len(values) > _SPREAD_POINTS else sd
+    bar = np.maximum(sized, min_sd * np.maximum(sd, spread))
     over = (smooth - reference >= bar) & np.isfinite(reference) & (bar > 0)
     departures = []
     n = len(values)

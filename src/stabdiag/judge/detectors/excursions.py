@@ -32,7 +32,7 @@ import numpy as np
 from ... import _stats as st
 from ..stats import extremes as ex
 from ..stats.change import CLEAN, FINDING, UNDECIDED, Reading
-from ..stats.evidence import family_z
+from ..stats.evidence import family_z, sidak_tail
 from ..stats.noise import MAX_POINTS, block_means, estimate_noise
 from ._base import Curve, Evidence, NotJudged
 
@@ -101,11 +101,11 @@ def _smoothing_points(steps: np.ndarray, stretch_steps: float) -> int:
 
 
 def _noise_so_far(values: np.ndarray, read=st.noise_sd, grid: int = _NOISE_GRID) -> np.ndarray:
-    """At each point, the point-to-point noise sd (`read`: a robust sd of first differences / sqrt 2: blind
-    to a trend, and to a few jumps) of the curve's points up to it, read on a grid of `grid` prefixes (each point
-    takes the last prefix ending at or before it; the first prefix, at least 8 points, serves the points
-    before it): a departure is measured against the noise the curve had shown until then, not against the
-    noise of a divergence that came after (a loss at 4.0 +- 0.1, then 200-600)."""
+    """At each point, `read` (by default the point-to-point noise sd, a robust sd of first differences /
+    sqrt 2: blind to a trend, and to a few jumps) of the curve's points up to it, read on a grid of `grid`
+    prefixes (each point takes the last prefix ending at or before it; the first prefix, at least 8 points,
+    serves the points before it): a departure is measured against the noise the curve had shown until then,
+    not against the noise of a divergence that came after (a loss at 4.0 +- 0.1, then 200-600)."""
     n = len(values)
     ends = np.linspace(min(8, n), n, grid).astype(np.intp)
     ends = ends[np.concatenate([[True], np.diff(ends) > 0])]      # np.unique imports numpy.ma
@@ -169,9 +169,7 @@ def _scan_z(sure_z: float, n: int, length: int, before: int = 0, wide: int = 1, 
     so that a run's chance of a false departure is the rule's, however long; as a quantile of Student's t
     with the `dof` of its standard error (a noise read from 12 points is itself uncertain)."""
     count = max(int(math.ceil(n / max(length, 1)) * max(math.ceil(before / max(wide, 1)), 1)), 1)
-    each = -math.expm1(math.log1p(-0.5 * math.erfc(sure_z / math.sqrt(2.0))) / count)
-    return ex.t_isf(each, max(dof, 1.0)) if math.isfinite(dof) else family_z(sure_z, count)
-
+    return ex.t_isf(sidak_tail(sure_z, count), max(dof, 1.0)) if math.isfinite(dof) else family_z(sure_z, count)
 
 
 def _decide(reading: Reading, bar: float, scan_z: float, sure_z: float) -> str:
@@ -222,8 +220,8 @@ def _departure_reading(values: np.ndarray, reference: tuple[int, int],
                        departure: tuple[int, int]) -> tuple[Reading, float]:
     """The departure's mean minus the reference's, with a standard error from each side's own noise (a
     Welch-type contrast of two stretches, with its Welch-Satterthwaite degrees of freedom): the reference
-    window's mean under the noise of the points before
-    the departure, the departure's mean under the noise of its own points.  A loss that diverges is far
+    window's mean under the noise of the points before the departure, the departure's mean under the noise
+    of its own points.  A loss that diverges is far
     noisier than before it (4.0 +- 0.1, then 200-600), and its edges (4 -> 546 in one step) are no noise of
     either side: one noise for the whole curve read both as a wander that bounds nothing.  Independent
     sides: neighbouring stretches of a positively correlated noise differ less than that, so the error is on

@@ -144,11 +144,15 @@ def family_z(z: float, count: int) -> float:
     # stdlib, imported only where a rule reads several evals
     from statistics import NormalDist
 
-    normal = NormalDist()
-    # in tails, not in 1 - tails: a z of 12 (a threshold pair's) has a tail 1 - cdf rounds to 0
+    return -NormalDist().inv_cdf(sidak_tail(z, count))
+
+
+def sidak_tail(z: float, count: int) -> float:
+    """The one-sided chance each of `count` independent readings may take so that any of them clears by
+    chance as often as one reading clears `z`; in tails, not in 1 - tails (a z of 12, a threshold pair's, has
+    a tail 1 - cdf rounds to 0)."""
     tail = 0.5 * math.erfc(z / math.sqrt(2.0))
-    each = -math.expm1(math.log1p(-tail) / count)
-    return -normal.inv_cdf(each)
+    return -math.expm1(math.log1p(-tail) / max(count, 1))
 
 
 def effective_n(n: int, rho: float) -> float:

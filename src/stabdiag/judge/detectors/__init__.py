@@ -111,9 +111,11 @@ _BUDGET = (
 
 # a departure that lasts (issue 44 items 1, 2; detectors/excursions.py)
 _DEPARTURE = (
-    _p("min_sd", 0, 100, "... and at least this many sds of the curve's own noise (read apart from its mean)"),
-    _p("sure_z", 1, 20, "how sure: the departure's mean minus its reference level, this many standard errors "
-                        "clear of 0 (from the curve's own noise)"),
+    _p("min_sd", 0, 100, "... and at least this many sds of the curve's own noise (the larger of its "
+                         "point-to-point scatter and its spread around its running median)"),
+    _p("sure_z", 1, 20, "how sure: the departure's mean minus its reference level clear of 0 with the one-sided "
+                        "chance of this many standard errors, for the run (spread over the stretches and "
+                        "reference windows it was picked from; Student's t for its noise's degrees of freedom)"),
     _p("stretch_steps", 1, 1e6, "shortest departure read, in steps (shorter ones are the spike rules'); the "
                                 "curve is smoothed over half of it"),
     _bound("min_points", 3, 1e6, "fewest points needed to judge"))

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..stats.change import CLEAN, FINDING, Reading, change_between, windows
 from ..stats.evidence import _granularity, family_z, hinge_onset  # the success rate's samples a point (granularity)
+from ..stats.extremes import normal_sf
 from ..stats.noise import estimate_noise
 from ._base import MIN_CLEAN_POINTS, Curve, Evidence, NotJudged
 
@@ -189,7 +190,7 @@ def t_for_z(z: float, df: float) -> float:
     asks it for the same z and a few dfs (60 bisection steps of a continued fraction each)."""
     if df >= 1e4:
         return z
-    tail = 0.5 * math.erfc(z / math.sqrt(2.0))
+    tail = normal_sf(z)
     low, high = z, max(2.0 * z, 10.0)
     while _t_tail(high, df) > tail:
         high *= 2.0

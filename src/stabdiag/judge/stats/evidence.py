@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import _stats as st
+from .extremes import normal_sf
 
 Z95 = 1.959963984540054
 CHI2_1_95 = 3.841458820694124
@@ -151,8 +152,7 @@ def sidak_tail(z: float, count: int) -> float:
     """The one-sided chance each of `count` independent readings may take so that any of them clears by
     chance as often as one reading clears `z`; in tails, not in 1 - tails (a z of 12, a threshold pair's, has
     a tail 1 - cdf rounds to 0)."""
-    tail = 0.5 * math.erfc(z / math.sqrt(2.0))
-    return -math.expm1(math.log1p(-tail) / max(count, 1))
+    return -math.expm1(math.log1p(-normal_sf(z)) / max(count, 1))
 
 
 def effective_n(n: int, rho: float) -> float:

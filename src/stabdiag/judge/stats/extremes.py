@@ -240,10 +240,15 @@ def _half_t_logpdf(u: np.ndarray, dof: float, out: np.ndarray | None = None) -> 
     return np.subtract(const, t, out=t)
 
 
+def normal_sf(x: float) -> float:
+    """P(Z > x) for a standard normal, in its tail (erfc: no 1 - cdf that rounds to 0 past x = 8)."""
+    return 0.5 * math.erfc(x / math.sqrt(2.0))
+
+
 def t_sf(x: float, dof: float) -> float:
     """P(T > x) for a standard Student-t with `dof` degrees of freedom (inf: the standard normal)."""
     if math.isinf(dof):
-        return 0.5 * math.erfc(x / math.sqrt(2.0))
+        return normal_sf(x)
     tail = 0.5 * _betainc(dof / 2.0, 0.5, dof / (dof + x * x))
     return tail if x >= 0 else 1.0 - tail
 
@@ -355,4 +360,4 @@ def sd_upper_bound(values: np.ndarray, z: float) -> float:
     read a sd under half the true one about once in 30 draws."""
     n = len(values)
     s = float(np.std(values, ddof=1))
-    return s * math.sqrt((n - 1) / chi2_lower_quantile(0.5 * math.erfc(z / math.sqrt(2.0)), n - 1))
+    return s * math.sqrt((n - 1) / chi2_lower_quantile(normal_sf(z), n - 1))

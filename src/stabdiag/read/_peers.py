@@ -103,15 +103,15 @@ class _Files:
             run = self.loaders[path].load(path)
         except Exception:                 # noqa: BLE001 - any file that cannot be read here is read later, and said
             return None
-        series = [s for k, s in run.series.items() if len(s) and not is_bookkeeping(k)]
-        if not series:
+        metrics = {k: s for k, s in run.series.items() if len(s) and not is_bookkeeping(k)}
+        if not metrics:
             return None
-        self.series[path] = {k: s for k, s in run.series.items() if len(s) and not is_bookkeeping(k)}
-        longest = max(series, key=len)
-        gaps = np.diff(longest.steps)
+        self.series[path] = metrics
+        series = metrics.values()
+        gaps = np.diff(max(series, key=len).steps)
         interval = int(np.median(gaps)) if len(gaps) else 1
         return (min(int(s.steps[0]) for s in series), max(int(s.steps[-1]) for s in series), max(interval, 1),
-                {k for k, s in run.series.items() if len(s) and not is_bookkeeping(k)})
+                set(metrics))
 
 
 def _groups(paths: list[str], loaders: dict[str, ModuleType]) -> tuple[list[list[str]], str]:

@@ -109,6 +109,12 @@ _BUDGET = (
     _bound("min_tail_points", 11, 1e6, "points needed to read the run's own noise tail (fewer: only huge jumps "
                                        "are judged)"))
 
+# spike episodes: said to repeat (wording only), and whether the run came back (detectors/spikes.py)
+_EPISODES = (
+    _wording("isolated_max_count", 0, 100, "more spike episodes than this per window are said to repeat"),
+    _wording("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
+    _p("recover_steps", 1, 1e6, "steps after a spike episode in which the run must come back (at least 3 points)"))
+
 # a departure that lasts (issue 44 items 1, 2; detectors/excursions.py)
 _DEPARTURE = (
     _p("min_sd", 0, 100, "... and at least this many sds of the curve's own noise (the larger of its "
@@ -199,20 +205,14 @@ DETECTORS: dict[str, DetectorSpec] = {spec.name: spec for spec in (
         _p("window_steps", 10, 1e6, "steps before each point that set its recent level (at least 10 points)"),
         _p("min_ratio", 1.5, 100, "jump as a multiple of a positive recent level (a loss read on the log scale)"),
         *_BUDGET,
-        _wording("isolated_max_count", 0, 100, "more spike episodes than this per window are said to repeat"),
-        _wording("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
-        _p("recover_steps", 1, 1e6, "steps after a spike episode in which the run must come back (at least 3 "
-                                    "points)"),
+        *_EPISODES,
         _p("recover_sd", 0, 100, "came back: their median, or 3 in a row, within this many robust sds of "
                                  "the level"))),
     DetectorSpec("spike_vs_ema", spike_vs_ema, (
         _p("ratio_vs_ema", 1.5, 100, "value / EMA of the previous points"),
         *_BUDGET,
         _p("ema_span_steps", 1, 1e6, "EMA span, in steps (at least 2 points)"),
-        _wording("isolated_max_count", 0, 100, "more spike episodes than this per window are said to repeat"),
-        _wording("isolated_window_steps", 1, 1e9, "the window in which spike episodes are counted, in steps"),
-        _p("recover_steps", 1, 1e6, "steps after a spike episode in which the run must come back (at least 3 "
-                                    "points)"),
+        *_EPISODES,
         _p("recover_ratio", 1, 100, "came back: their median, or 3 in a row, under this x the EMA"),
         _p("min_level_of_median", 0, 1, "the EMA is floored at this x the run's median so far"))),
     DetectorSpec("first_nonfinite", first_nonfinite, (), sees_nonfinite=True),

@@ -239,6 +239,11 @@ class Diagnosis:
     def root_findings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.layer == self.root_layer and not f.downstream)
 
+    @property
+    def root_onset(self) -> int | None:
+        """The root layer's onset (its earliest finding's), the one a row of runs quotes; None without a root."""
+        return None if self.root_layer is None else self.layers[self.root_layer - 1].onset_step
+
     def exit_code(self, fail_on: str = "fail", *, allow_unknown: bool = False) -> int:
         """EXIT_FINDINGS when a finding is at or above `fail_on` ('warn' or 'fail'); EXIT_NOT_JUDGED when
         nothing could be judged (verdict unknown) unless `allow_unknown`; else EXIT_CLEAN.  A CI gate must

@@ -94,11 +94,10 @@ def _summary(diagnoses: list[Diagnosis], fail_on: str, allow_unknown: bool) -> l
                '<th>first finding</th></tr>')
     for d in runs:
         root = d.root_findings()
-        onset = "" if d.root_layer is None else d.layers[d.root_layer - 1].onset_step
         first = f"<code>{_t(_lead(root).rule)}</code> {_t(_lead(root).message)}" if root else ""
         out.append(f'<tr class="run-{_a(d.verdict)}"><td><a href="#{_a(_anchor(d.run))}">{_t(d.run)}</a></td>'
                    f'<td class="{_a(d.verdict)}">{_t(d.verdict_text())}</td><td>{_t(_root(d))}</td>'
-                   f'<td>{_t("" if onset is None else onset)}</td><td>{first}</td></tr>')
+                   f'<td>{_t("" if d.root_onset is None else d.root_onset)}</td><td>{first}</td></tr>')
     out.append("</table>")
     if len(out) > 2 and out[0].startswith('<div class="filter">'):
         out.append("</div>")

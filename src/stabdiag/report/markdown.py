@@ -135,9 +135,8 @@ def _summary_table(runs: list[Diagnosis]) -> list[str]:
     for d in runs:
         lead = sorted(d.root_findings(), key=lambda f: f.severity != "fail")
         first = f"{markdown_code(lead[0].rule, in_table=True)} {cell(lead[0].title)}" if lead else ""
-        onset = "" if d.root_layer is None else d.layers[d.root_layer - 1].onset_step
         lines.append(f"| {markdown_code(d.run, in_table=True)} | {verdict(d)} | {_root(d)} | "
-                     f"{'' if onset is None else onset} | {first} |")
+                     f"{'' if d.root_onset is None else d.root_onset} | {first} |")
     return lines
 
 

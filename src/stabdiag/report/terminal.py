@@ -252,7 +252,7 @@ def _headline(diag: Diagnosis) -> str:
     if root:
         lead = _lead(root)
         # the row's onset is the layer's (its earliest finding's); a lead dated later says its own
-        own = "" if lead.onset in (None, diag.layers[diag.root_layer - 1].onset_step) else f" (from {lead.onset})"
+        own = "" if lead.onset in (None, diag.root_onset) else f" (from {lead.onset})"
         text = f"{lead.rule}{own}: {shown(lead.title)}"
     elif diag.verdict == "unknown":
         text = "nothing could be judged"
@@ -286,9 +286,8 @@ def _runs_table(console: Console, shown_runs: list[Diagnosis], names: dict[str, 
     for d in shown_runs:
         root = "" if d.root_layer is None else (f"L{d.root_layer}" if narrow
                                                   else f"{d.root_layer} {LAYER_NAMES[d.root_layer]}")
-        onset = None if d.root_layer is None else d.layers[d.root_layer - 1].onset_step
         table.add_row(names[d.run], Text(d.verdict.upper(), style=_STYLE[d.verdict]), root,
-                      "" if onset is None else str(onset), Text(_headline(d)))
+                      "" if d.root_onset is None else str(d.root_onset), Text(_headline(d)))
     console.print(table)
 
 

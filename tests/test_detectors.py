@@ -55,7 +55,9 @@ def test_adding_a_constant_does_not_change_an_excursion_finding(shift, seed):
     a = run_detector("recovered_climb", values=curve(base))
     b = run_detector("recovered_climb", values=curve(base + shift))
     assert type(a) is type(b)
-    if a is not None:
+    if isinstance(a, NotJudged):              # a flat loss's chance departure can hold the excursion inside it
+        assert a.undecided == b.undecided
+    elif a is not None:
         assert (a.start_step, a.end_step, a.severity) == (b.start_step, b.end_step, b.severity)
 
 

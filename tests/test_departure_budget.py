@@ -33,3 +33,23 @@ def test_a_flat_noisy_loss_seldom_reads_as_a_departure_at_any_cadence(every):
         diag = stabdiag.diagnose(stabdiag.load(frame, name="flat")[0])
         fired += bool({f.rule for f in diag.findings} & DEPARTURE_RULES)
     assert fired <= 2, f"{fired} of 40 flat losses read as departures"
+
+
+@pytest.mark.parametrize("noise, most", [("normal", None), ("student_t3", 1)])
+def test_a_blip_one_heavy_tailed_point_can_make_is_no_sure_excursion(noise, most):
+    # a flat loss (2.0 +- 0.02, 3,000 points logged every 5th step) two points of which stand +0.2 (10 sds) up:
+    # under normal noise an excursion; under Student-t(3) noise one point of 20 sds makes that mean on ~9% of
+    # such curves (P(t3 > 34.6) ~ 1.5e-5 per point), so it is too noisy to tell (excursions._OnePoint)
+    found = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        z = rng.standard_t(3, 3000) / np.sqrt(3) if noise == "student_t3" else rng.standard_normal(3000)
+        loss = 2.0 + 0.02 * z
+        loss[2000:2002] += 0.2
+        frame = pd.DataFrame({"step": np.arange(3000) * 5, "loss": loss})
+        diag = stabdiag.diagnose(stabdiag.load(frame, name="blip")[0])
+        found += "L3.loss-excursion" in {f.rule for f in diag.findings}
+    if most is None:
+        assert found >= 18, f"{found} of 20 normal-noise blips found"
+    else:
+        assert found <= most, f"{found} of 20 heavy-tailed blips called sure"

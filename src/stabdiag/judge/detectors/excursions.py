@@ -16,8 +16,11 @@ finding when the interval clears 0 and the estimate clears the bar, clean when t
 under it, else too noisy to tell.  A finding is the largest of the departures the curve could have shown,
 against the lowest of its levels so far: its interval is held to the rule's chance spread over both choices
 (_scan_z), with the degrees of freedom of its standard error; a clean reading, one reading's claim, is held to
-the rule's own.  A departure that lasts to the log's end (or to a NaN, where the run is cut) did not recover:
-its size is the mean of its points, with a standard error from each side's own noise.  One that recovered held
+the rule's own; and a departure one point of the curve's own noise tail could make (a mean of L points past x
+on one point past L x, under a Student-t fitted to the residuals outside the departures) is too noisy to
+tell (_OnePoint).  A departure that lasts to the log's end (or to a NaN, where the run is cut) did not recover:
+its size is the mean of its points, with a standard error from each side's own noise (the departure's at
+least the noise before it).  One that recovered held
 a level for a stretch: where its bar is the declared size (not the noise's multiple), its size is the mean of
 the stretch it held over the bar, under the noise the curve had shown before it (_held_reading).
 """
@@ -135,7 +138,9 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
     over = (smooth - reference >= bar) & np.isfinite(reference) & (bar > 0)
     departures = []
     n = len(values)
-    for a, b in _episodes(over, smooth, reference, bar):
+    episodes = _episodes(over, smooth, reference, bar)
+    one_point = _OnePoint(values, episodes)
+    for a, b in episodes:
         if steps[b] - steps[a] < stretch_steps:
             continue                    # too brief to be more than a spike (the spike rules read those)
         rise = _rise_start(values, reference[a], min(_BACK_SHARE * bar[a], min_sd * sd[a]), a)
@@ -155,21 +160,67 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         # bar in the steps before (noise the departure's extent has to tolerate) does not date it
         under = np.flatnonzero(smooth[a:peak + 1] - reference[a] < bar[a])
         onset = a + int(under[-1]) + 1 if len(under) else a
-        z = _scan_z(sure_z, n, (held + 1 - rise) if reading_held else (b + 1 - a), a if anchor[a] >= 0 else 0, wide,
-                    dof)
-        departures.append(_Departure(a, b, ref, reading, float(bar[a]), _decide(reading, float(bar[a]), z, sure_z),
-                                     recovered, peak, onset, z))
+        length = (held + 1 - rise) if reading_held else (b + 1 - a)
+        tail = _scan_tail(sure_z, n, length, a if anchor[a] >= 0 else 0, wide)
+        z = _scan_z(sure_z, n, length, a if anchor[a] >= 0 else 0, wide, dof)
+        decision = _decide(reading, float(bar[a]), z, sure_z)
+        if decision == FINDING and reading.estimate < one_point.bar(length, tail):
+            decision = UNDECIDED
+        departures.append(_Departure(a, b, ref, reading, float(bar[a]), decision, recovered, peak, onset, z))
     return _Read(steps, values, smooth, reference, bar, sd, anchor, sure_z, stretch_steps, departures)
 
 
+def _scan_count(n: int, length: int, before: int, wide: int) -> int:
+    """The departures of `length` points a curve of `n` could have shown: the n / length stretches of that
+    length, and, read against the lowest level so far, the `before` / `wide` windows that level was the
+    lowest of."""
+    return max(int(math.ceil(n / max(length, 1)) * max(math.ceil(before / max(wide, 1)), 1)), 1)
+
+
+def _scan_tail(sure_z: float, n: int, length: int, before: int = 0, wide: int = 1) -> float:
+    """The one-sided chance each of the departures _scan_count counts may take (Sidak's correction), so that
+    a run's chance of a false departure is `sure_z`'s, however long the run."""
+    return sidak_tail(sure_z, _scan_count(n, length, before, wide))
+
+
 def _scan_z(sure_z: float, n: int, length: int, before: int = 0, wide: int = 1, dof: float = math.inf) -> float:
-    """The sureness a departure of `length` points needs on a curve of `n`: `sure_z`'s one-sided chance spread
-    over the n / length stretches of its length the curve could have shown it in, and, read against the
-    lowest level so far, over the `before` / `wide` windows that level was the lowest of (Sidak's correction),
-    so that a run's chance of a false departure is the rule's, however long; as a quantile of Student's t
-    with the `dof` of its standard error (a noise read from 12 points is itself uncertain)."""
-    count = max(int(math.ceil(n / max(length, 1)) * max(math.ceil(before / max(wide, 1)), 1)), 1)
+    """The sureness a departure of `length` points needs on a curve of `n`: _scan_tail's chance, as a
+    quantile of Student's t with the `dof` of its standard error (a noise read from 12 points is itself
+    uncertain)."""
+    count = _scan_count(n, length, before, wide)
     return ex.t_isf(sidak_tail(sure_z, count), max(dof, 1.0)) if math.isfinite(dof) else family_z(sure_z, count)
+
+
+class _OnePoint:
+    """How far a mean of L points can stand from its level on one point of the curve's noise alone: heavy
+    tailed noise (Student-t 3) makes a mean of a few points large by one large point far more often than a
+    normal tail says (the one-big-jump principle of subexponential sums: P(mean of L > x) ~ L P(point > L x)).
+    The tail is the curve's own (stats/extremes.py, as the spike rules read it: residuals from the median of
+    each point's neighbours, a Student-t fitted to the body, its heaviest allowed degrees of freedom), fitted
+    when a departure is first found; a Gaussian tail (or one too short to read) bars nothing past the normal
+    test."""
+
+    def __init__(self, values: np.ndarray, episodes: list[tuple[int, int]]):
+        self._values, self._episodes, self._read = values, episodes, None
+
+    def _tail(self) -> tuple[float, float]:
+        if self._read is None:
+            resid = ex.neighbour_residuals(self._values)
+            for a, b in self._episodes:      # the departures tested do not make the tail they are tested against
+                resid[max(a - ex.NEIGHBOURS, 0):b + 1 + ex.NEIGHBOURS] = np.nan
+            finite = resid[np.isfinite(resid)]
+            scale = st.robust_sd(finite) if len(finite) >= ex.MIN_FIT_POINTS else 0.0
+            tail = ex.fit_tail(resid / scale) if scale > 0 else None
+            self._read = (scale, tail.dof_low if tail is not None else math.inf)
+        return self._read
+
+    def bar(self, length: int, chance: float) -> float:
+        """The mean of `length` points that one point of the noise puts past its level with at most `chance`
+        (one side): that point past `length` x the bar, each with chance / length."""
+        scale, dof = self._tail()
+        if not (scale > 0 and math.isfinite(dof) and chance > 0):
+            return 0.0
+        return scale * ex.point_threshold(length, chance, dof) / max(length, 1)
 
 
 def _decide(reading: Reading, bar: float, scan_z: float, sure_z: float) -> str:

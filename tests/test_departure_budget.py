@@ -53,3 +53,35 @@ def test_a_blip_one_heavy_tailed_point_can_make_is_no_sure_excursion(noise, most
         assert found >= 18, f"{found} of 20 normal-noise blips found"
     else:
         assert found <= most, f"{found} of 20 heavy-tailed blips called sure"
+
+
+@pytest.mark.parametrize("points", [20, 30])
+def test_a_short_slowly_wandering_flat_loss_is_no_divergence(points):
+    # a loss flat at 2.0 with AR(0.9) noise (sd 0.02), 20-30 points: too few to bound the noise's memory, so a
+    # climb is read as well under a random walk's contrast; read under the memory a dozen points show, 28 and
+    # 18 of 100 such curves failed L3.loss-divergence
+    fired = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        noise = np.empty(points)
+        noise[0] = rng.standard_normal()
+        for i in range(1, points):
+            noise[i] = 0.9 * noise[i - 1] + np.sqrt(1 - 0.81) * rng.standard_normal()
+        frame = pd.DataFrame({"step": np.arange(1, points + 1), "loss": 2.0 + 0.02 * noise})
+        diag = stabdiag.diagnose(stabdiag.load(frame, name="wander")[0])
+        fired += "L3.loss-divergence" in {f.rule for f in diag.findings}
+    assert fired <= 1, f"{fired} of 40 short wandering losses read as divergences"
+
+
+def test_a_short_loss_that_came_down_and_climbs_back_is_still_a_divergence():
+    # 24 points: 2.0 -> 1.2, then back up 0.5 (62% of the way down, 25 noise sds) for its last 10 points; its bar
+    # is a share of the descent, not the noise's multiple, so the walk reading of a short curve does not apply
+    fired = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        i = np.arange(24)
+        mean = np.where(i < 14, 1.2 + 0.8 * np.exp(-i / 4), 1.7)
+        frame = pd.DataFrame({"step": (i + 1) * 10, "loss": mean + 0.02 * rng.standard_normal(24)})
+        diag = stabdiag.diagnose(stabdiag.load(frame, name="sft")[0])
+        fired += "L3.loss-divergence" in {f.rule for f in diag.findings}
+    assert fired >= 18, f"{fired} of 20 short divergences found"

@@ -36,7 +36,7 @@ from ... import _stats as st
 from ..stats import extremes as ex
 from ..stats.change import CLEAN, FINDING, UNDECIDED, Reading
 from ..stats.evidence import family_z, sidak_tail
-from ..stats.noise import MAX_POINTS, block_means, estimate_noise
+from ..stats.noise import MAX_POINTS, Noise, block_means, estimate_noise, memory_readable
 from ._base import Curve, Evidence, NotJudged
 
 _MIN_REFERENCE_POINTS = 3     # the start level and a level before a departure are medians of at least this many
@@ -84,6 +84,7 @@ class _Read:
     sure_z: float
     stretch_steps: float
     departures: list[_Departure]
+    noise_barred: np.ndarray     # whether each point's bar is the noise's multiple (not a size): see _departure_reading
 
 
 def _points(curve: Curve) -> tuple[np.ndarray, np.ndarray]:
@@ -118,7 +119,7 @@ def _noise_so_far(values: np.ndarray, read=st.noise_sd, grid: int = _NOISE_GRID)
 
 
 def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z: float, min_sd: float,
-          reference_of, bar_of, recovered_too: bool = True) -> _Read:
+          reference_of, bar_of, recovered_too: bool = True, walk_when_short: bool = True) -> _Read:
     """Departures of a curve over `reference_of(smooth)`'s level by more than `bar_of(smooth, reference)` and
     `min_sd` noise sds (see the module docstring).  `reference_of` returns, per point, the reference level
     and the index of the point it was read at (the running best) or -1 (the stretch before).
@@ -134,7 +135,11 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
     # read its wanders as departures (bench/calibrate.py flat_loss)
     spread = _noise_so_far(values - st.rolling_median(values, max(wide, _SPREAD_POINTS) | 1), st.robust_sd) \
         if len(values) > _SPREAD_POINTS else sd
-    bar = np.maximum(sized, min_sd * np.maximum(sd, spread))
+    noise_bar = min_sd * np.maximum(sd, spread)
+    bar = np.maximum(sized, noise_bar)
+    # a bar set by the noise (a loss that never came down) rests its size on the noise reading alone: there
+    # a short curve's unbounded memory is read as a walk (_departure_reading)
+    noise_barred = walk_when_short & (sized <= noise_bar)
     over = (smooth - reference >= bar) & np.isfinite(reference) & (bar > 0)
     departures = []
     n = len(values)
@@ -154,7 +159,7 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         if reading_held:
             reading, dof = _held_reading(values, ref, (rise, held + 1)), rise - 2.0
         else:
-            reading, dof = _departure_reading(values, ref, (a, b + 1))
+            reading, dof = _departure_reading(values, ref, (a, b + 1), bool(noise_barred[a]))
         peak = a + int(np.argmax(smooth[a:b + 1]))
         # dated where the smoothed curve last crossed the bar itself before its peak: a wobble over half the
         # bar in the steps before (noise the departure's extent has to tolerate) does not date it
@@ -167,7 +172,7 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         if decision == FINDING and reading.estimate < one_point.bar(length, tail):
             decision = UNDECIDED
         departures.append(_Departure(a, b, ref, reading, float(bar[a]), decision, recovered, peak, onset, z))
-    return _Read(steps, values, smooth, reference, bar, sd, anchor, sure_z, stretch_steps, departures)
+    return _Read(steps, values, smooth, reference, bar, sd, anchor, sure_z, stretch_steps, departures, noise_barred)
 
 
 def _scan_count(n: int, length: int, before: int, wide: int) -> int:
@@ -267,8 +272,8 @@ def _held_reading(values: np.ndarray, reference: tuple[int, int], held: tuple[in
     return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf)
 
 
-def _departure_reading(values: np.ndarray, reference: tuple[int, int],
-                       departure: tuple[int, int]) -> tuple[Reading, float]:
+def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure: tuple[int, int],
+                       walk_when_short: bool = True) -> tuple[Reading, float]:
     """The departure's mean minus the reference's, with a standard error from each side's own noise (a
     Welch-type contrast of two stretches, with its Welch-Satterthwaite degrees of freedom): the reference
     window's mean under the noise of the points before the departure, the departure's mean under the noise
@@ -296,6 +301,19 @@ def _departure_reading(values: np.ndarray, reference: tuple[int, int],
     if a >= _MIN_NOISE_POINTS:
         parts[0] = max(parts[0], _mean_variance(values[:a], b - a))
     var = sum(parts)
+    # too few points before it to bound their noise's memory (stats/noise.memory_readable): where the bar is
+    # the noise's multiple (`walk_when_short`), the contrast is read as well under the longest memory those
+    # points allow, a random walk with the curve's one-step semivariance (at least AR(1) noise's contrast at
+    # any memory short of a walk's).  bench/calibrate.py
+    # flat_loss: L3.loss-divergence failed 1.5% of 200 runs (seed 43) and 1.0% of 400 (seed 7), AR(0.5-0.9)
+    # wanders of 20-100 points; 0.5% and 0% after
+    if walk_when_short and not memory_readable(a) and len(values) >= 3:
+        # the walk's one-step semivariance from the second differences of the whole curve, the departure
+        # shifted back (a quarter of their variance; a straight descent cancels in them, and its steps would
+        # read as the walk's; a robust sd leaves out the departure's edges)
+        y = whole()
+        walk = Noise(st.robust_sd(y[2:] - 2.0 * y[1:-1] + y[:-2]) ** 2 / 4.0, 1.0, len(y))
+        var = max(var, walk.contrast_variance(len(values), reference, departure))
     return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf), \
         _satterthwaite(parts, [len(side) for side, _ in sides])
 
@@ -389,10 +407,11 @@ def _start_level(values: np.ndarray, w: int) -> float:
 
 
 def read_climbs(curve: Curve, *, min_share: float, min_sd: float, sure_z: float, stretch_steps: float,
-                recovered_too: bool = True) -> _Read:
+                recovered_too: bool = True, walk_when_short: bool = True) -> _Read:
     """A loss's climbs from its running best by `min_share` of the way it came down (its start level minus
     that best) and `min_sd` noise sds, lasting `stretch_steps` steps (or to the log's end); `recovered_too`
-    False: only the one held to the end (held_climb's)."""
+    False: only the one held to the end (held_climb's); `walk_when_short` False: a short curve's climb over a
+    noise-set bar is not read under a random walk as well (_departure_reading)."""
     steps, values = _points(curve)
     w = _smoothing_points(steps, stretch_steps)
     start = _start_level(values, w)
@@ -401,7 +420,8 @@ def read_climbs(curve: Curve, *, min_share: float, min_sd: float, sure_z: float,
         return min_share * np.maximum(start - best, 0.0)
 
     return _read(steps, values, stretch_steps=stretch_steps, sure_z=sure_z, min_sd=min_sd,
-                 reference_of=_running_best, bar_of=bar_of, recovered_too=recovered_too)
+                 reference_of=_running_best, bar_of=bar_of, recovered_too=recovered_too,
+                 walk_when_short=walk_when_short)
 
 
 def climb_values(read: _Read, d: _Departure, curve: Curve) -> dict:
@@ -550,7 +570,7 @@ def held_climb(read: _Read) -> _Departure:
     wide = _reference_points(n, w)
     anchor = read.anchor                    # _running_best(read.values, wide)'s, as read_climbs read it
     ref = _reference_window(int(anchor[start - 1]), start, wide, n)
-    reading, dof = _departure_reading(read.values, ref, (start, n))
+    reading, dof = _departure_reading(read.values, ref, (start, n), bool(read.noise_barred[start]))
     bar = float(read.bar[start])
     z = _scan_z(read.sure_z, n, n - start, start if anchor[start - 1] >= 0 else 0, wide, dof)
     peak = start + int(np.argmax(read.smooth[start:]))

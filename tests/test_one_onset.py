@@ -106,11 +106,15 @@ def test_every_format_quotes_the_same_onsets(diags):
 
 def test_a_runs_table_row_names_its_lead_findings_own_onset_where_the_layers_is_another_findings(diags):
     # the row's onset column is the root layer's (its earliest finding's); a lead dated later says when it began
-    from stabdiag.report.terminal import _headline, _lead
+    from stabdiag.report.terminal import _headline
 
     blowup = next(d for d in diags if d.run == "grpo_math_numeric_blowup")
-    lead, layer_onset = _lead(blowup.root_findings()), _layer_onsets(blowup)[blowup.root_layer]
+    lead, layer_onset = blowup.root_lead, _layer_onsets(blowup)[blowup.root_layer]
     assert lead.onset != layer_onset
-    assert _headline(blowup).startswith(f"{lead.rule} (from {lead.onset}): ")
+    said = f"{lead.rule} (from {lead.onset})"
+    assert _headline(blowup).startswith(f"{said}: ")
+    # the Markdown and HTML tables of runs say the same
+    assert f"| `{said}` " in render(diags, "markdown")
+    assert f"<code>{said}</code>" in render(diags, "html")
     hacking = next(d for d in diags if d.run == "grpo_math_reward_hacking")
     assert "(from " not in _headline(hacking)       # its lead dates its layer

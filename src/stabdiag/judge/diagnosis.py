@@ -240,6 +240,13 @@ class Diagnosis:
         return tuple(f for f in self.findings if f.layer == self.root_layer and not f.downstream)
 
     @property
+    def root_lead(self) -> Finding | None:
+        """The root layer's lead finding, the one a row of runs names and whose checks come first: its first
+        failing finding, else its first; None without a root."""
+        root = self.root_findings()
+        return sorted(root, key=lambda f: f.severity != "fail")[0] if root else None
+
+    @property
     def root_onset(self) -> int | None:
         """The root layer's onset (its earliest finding's), the one a row of runs quotes; None without a root."""
         return None if self.root_layer is None else self.layers[self.root_layer - 1].onset_step

@@ -21,7 +21,7 @@ import html
 import math
 
 from .._version import __version__
-from ..judge.diagnosis import Diagnosis, Finding, Status, Trend
+from ..judge.diagnosis import Diagnosis, Status, Trend
 from ..judge.rules import LAYER_NAMES
 from . import tree
 from ._escape import html as escape_html
@@ -75,10 +75,6 @@ def _root(diag: Diagnosis) -> str:
     return "" if diag.root_layer is None else f"{diag.root_layer} {LAYER_NAMES[diag.root_layer]}"
 
 
-def _lead(findings) -> Finding:
-    return sorted(findings, key=lambda f: f.severity != "fail")[0]
-
-
 def _summary(diagnoses: list[Diagnosis], fail_on: str, allow_unknown: bool) -> list[str]:
     """The runs failures first; with passes among several runs, a filter (radio buttons and one CSS rule)
     that shows the runs that need reading alone, the default."""
@@ -93,8 +89,8 @@ def _summary(diagnoses: list[Diagnosis], fail_on: str, allow_unknown: bool) -> l
     out.append('<table class="runs"><tr><th>run</th><th>verdict</th><th>root layer</th><th>onset</th>'
                '<th>first finding</th></tr>')
     for d in runs:
-        root = d.root_findings()
-        first = f"<code>{_t(_lead(root).rule)}</code> {_t(_lead(root).message)}" if root else ""
+        lead = d.root_lead
+        first = f"<code>{_t(tree.lead_said(d))}</code> {_t(lead.message)}" if lead is not None else ""
         out.append(f'<tr class="run-{_a(d.verdict)}"><td><a href="#{_a(_anchor(d.run))}">{_t(d.run)}</a></td>'
                    f'<td class="{_a(d.verdict)}">{_t(d.verdict_text())}</td><td>{_t(_root(d))}</td>'
                    f'<td>{_t("" if d.root_onset is None else d.root_onset)}</td><td>{first}</td></tr>')
@@ -286,7 +282,7 @@ def _run(diag: Diagnosis, panels: str = "auto") -> list[str]:
            f'<p>{_t(root)}{_t(steps)}{extra}</p>']
     root_findings = diag.root_findings()
     if root_findings:
-        lead = _lead(root_findings)
+        lead = diag.root_lead
         out.append(f"<h3>Check first (layer {diag.root_layer}, {_t(LAYER_NAMES[diag.root_layer])})</h3><ul>")
         out += [f'<li><code class="{_a(f.severity)}">{_t(f.rule)}</code> {_t(f.message)}</li>' for f in root_findings]
         out.append("</ul><ol>")

@@ -133,8 +133,8 @@ MAX_BYTES = 200_000
 def _summary_table(runs: list[Diagnosis]) -> list[str]:
     lines = ["| run | verdict | root layer | onset | first finding |", "|---|---|---|---:|---|"]
     for d in runs:
-        lead = sorted(d.root_findings(), key=lambda f: f.severity != "fail")
-        first = f"{markdown_code(lead[0].rule, in_table=True)} {cell(lead[0].title)}" if lead else ""
+        lead = d.root_lead
+        first = f"{markdown_code(tree.lead_said(d), in_table=True)} {cell(lead.title)}" if lead is not None else ""
         lines.append(f"| {markdown_code(d.run, in_table=True)} | {verdict(d)} | {_root(d)} | "
                      f"{'' if d.root_onset is None else d.root_onset} | {first} |")
     return lines

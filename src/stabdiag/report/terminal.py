@@ -18,7 +18,7 @@ from ..judge.rules import LAYER_NAMES
 from ._escape import terminal as shown
 from .settings import summary_line
 from .sparkline import cell_steps, cells, short, sparkline
-from .tree import count_line, lacking_groups, lacks, needs_reading, ordered, shorten_all, who
+from .tree import count_line, lacking_groups, lacks, lead_said, needs_reading, ordered, shorten_all, who
 
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unknown": "dim", "ignored": "dim"}
@@ -171,7 +171,7 @@ def _check_first(console: Console, diag: Diagnosis) -> None:
         return
     console.print(Text(f"Check first (layer {diag.root_layer}, {LAYER_NAMES[diag.root_layer]}):", style="bold"))
     _items(console, [(Text(f.rule, style=_STYLE[f.severity]), shown(f.message)) for f in root])
-    lead = _lead(root)
+    lead = diag.root_lead
     _items(console, [(f"{i}.", shown(step)) for i, step in enumerate(lead.check_first, 1)])
     others = [f.rule for f in root if f is not lead]
     if others:
@@ -241,19 +241,11 @@ def _print_run(console: Console, diag: Diagnosis, sparklines: bool = True, share
         _hanging(console, Text(f"note: {shown(note)}", style="dim"))
 
 
-def _lead(findings) -> Finding:
-    return sorted(findings, key=lambda f: f.severity != "fail")[0]
-
-
 def _headline(diag: Diagnosis) -> str:
     """What one table row says after the verdict: the root's lead rule and its title (the block below
     gives its message), or why there is none."""
-    root = diag.root_findings()
-    if root:
-        lead = _lead(root)
-        # the row's onset is the layer's (its earliest finding's); a lead dated later says its own
-        own = "" if lead.onset in (None, diag.root_onset) else f" (from {lead.onset})"
-        text = f"{lead.rule}{own}: {shown(lead.title)}"
+    if diag.root_lead is not None:
+        text = f"{lead_said(diag)}: {shown(diag.root_lead.title)}"
     elif diag.verdict == "unknown":
         text = "nothing could be judged"
     else:
@@ -263,7 +255,7 @@ def _headline(diag: Diagnosis) -> str:
         text = "; ".join(t for t in (text, f"{diag.ignored_text()} ignored{fired}") if t)
     if diag.undecided:
         text = "; ".join(t for t in (text, diag.undecided_text()) if t)
-    if diag.ending is not None and diag.ending.failed and not root:
+    if diag.ending is not None and diag.ending.failed and diag.root_lead is None:
         text = "; ".join(t for t in (text, f"ended: {diag.ending.kind} at step {diag.ending.step}") if t)
     return text
 
@@ -311,7 +303,7 @@ def _compact(console: Console, diag: Diagnosis) -> None:
     if len(root) > 2:
         rows.append((Text("more:", style="dim"), ", ".join(f.rule for f in root[2:])))
     if root:
-        rows += [(f"check first {i}.", shown(step)) for i, step in enumerate(_lead(root).check_first[:2], 1)]
+        rows += [(f"check first {i}.", shown(step)) for i, step in enumerate(diag.root_lead.check_first[:2], 1)]
     downstream = [f"{f.rule} ({f.severity})" for f in diag.findings if f.downstream]
     if downstream:
         rows.append((Text("downstream:", style="dim"), ", ".join(downstream)))

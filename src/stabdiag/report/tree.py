@@ -37,6 +37,16 @@ def needs_reading(diag: Diagnosis) -> bool:
     return diag.verdict != "pass"
 
 
+def lead_said(diag: Diagnosis) -> str:
+    """The lead rule as a row of runs names it: "L3.nonfinite-values (from 312)" where the lead began after
+    its layer's onset (the row's onset column is the layer's, its earliest finding's), else the rule alone;
+    "" without a root."""
+    lead = diag.root_lead
+    if lead is None:
+        return ""
+    return lead.rule if lead.onset in (None, diag.root_onset) else f"{lead.rule} (from {lead.onset})"
+
+
 def shorten(text: str, width: int) -> str:
     """`text` in at most `width` characters, cut in the middle with an ellipsis (the end of a run or
     signal name tells runs apart as often as its start)."""

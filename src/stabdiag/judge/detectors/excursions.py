@@ -166,10 +166,11 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         under = np.flatnonzero(smooth[a:peak + 1] - reference[a] < bar[a])
         onset = a + int(under[-1]) + 1 if len(under) else a
         length = (held + 1 - rise) if reading_held else (b + 1 - a)
-        tail = _scan_tail(sure_z, n, length, a if anchor[a] >= 0 else 0, wide)
-        z = _scan_z(sure_z, n, length, a if anchor[a] >= 0 else 0, wide, dof)
+        lowest_of = a if anchor[a] >= 0 else 0          # the points its reference was the lowest level of
+        z = _scan_z(sure_z, n, length, lowest_of, wide, dof)
         decision = _decide(reading, float(bar[a]), z, sure_z)
-        if decision == FINDING and reading.estimate < one_point.bar(length, tail):
+        if decision == FINDING and reading.estimate < one_point.bar(length, _scan_tail(sure_z, n, length, lowest_of,
+                                                                                        wide)):
             decision = UNDECIDED
         departures.append(_Departure(a, b, ref, reading, float(bar[a]), decision, recovered, peak, onset, z))
     return _Read(steps, values, smooth, reference, bar, sd, anchor, sure_z, stretch_steps, departures, noise_barred)
@@ -304,9 +305,8 @@ def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure
     # too few points before it to bound their noise's memory (stats/noise.memory_readable): where the bar is
     # the noise's multiple (`walk_when_short`), the contrast is read as well under the longest memory those
     # points allow, a random walk with the curve's one-step semivariance (at least AR(1) noise's contrast at
-    # any memory short of a walk's).  bench/calibrate.py
-    # flat_loss: L3.loss-divergence failed 1.5% of 200 runs (seed 43) and 1.0% of 400 (seed 7), AR(0.5-0.9)
-    # wanders of 20-100 points; 0.5% and 0% after
+    # any memory short of a walk's).  bench/calibrate.py flat_loss: L3.loss-divergence failed 1.5% of 200 runs
+    # (seed 43) and 1.0% of 400 (seed 7), AR(0.5-0.9) wanders of 20-100 points; 0.5% and 0% after
     if walk_when_short and not memory_readable(a) and len(values) >= 3:
         # the walk's one-step semivariance from the second differences of the whole curve, the departure
         # shifted back (a quarter of their variance; a straight descent cancels in them, and its steps would

@@ -85,6 +85,7 @@ class _Read:
     stretch_steps: float
     departures: list[_Departure]
     noise_barred: np.ndarray     # whether each point's bar is the noise's multiple (not a size): see _departure_reading
+    quiet: np.ndarray            # the values with the sure departures the curve came back from left out (NaN)
 
 
 def _points(curve: Curve) -> tuple[np.ndarray, np.ndarray]:
@@ -119,12 +120,12 @@ def _noise_so_far(values: np.ndarray, read=st.noise_sd, grid: int = _NOISE_GRID)
 
 
 def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z: float, min_sd: float,
-          reference_of, bar_of, recovered_too: bool = True, walk_when_short: bool = True) -> _Read:
+          reference_of, bar_of, walk_when_short: bool = True) -> _Read:
     """Departures of a curve over `reference_of(smooth)`'s level by more than `bar_of(smooth, reference)` and
     `min_sd` noise sds (see the module docstring).  `reference_of` returns, per point, the reference level
-    and the index of the point it was read at (the running best) or -1 (the stretch before).
-    `recovered_too` False leaves out the departures the curve came back from (a rule that reads only the
-    climb held to the end need not measure each of them: two noise fits of up to a million points apiece)."""
+    and the index of the point it was read at (the running best) or -1 (the stretch before).  Every
+    departure is measured, the ones the curve came back from too, even for a rule that reads only the climb
+    held to the end: the sure ones are left out of the noise a later departure is read against."""
     w = _smoothing_points(steps, stretch_steps)
     smooth = st.rolling_median(values, w) if w > 1 else values.astype(np.float64)
     wide = _reference_points(len(values), w)
@@ -143,6 +144,9 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
     over = (smooth - reference >= bar) & np.isfinite(reference) & (bar > 0)
     departures = []
     n = len(values)
+    # a departure's noise is read on the points before it without the sure departures the curve came back
+    # from: a 15-step excursion of 300 sds, read as noise, left a later climb of 30 sds too noisy to tell
+    quiet = values.astype(np.float64, copy=True)
     episodes = _episodes(over, smooth, reference, bar)
     one_point = _OnePoint(values, episodes)
     for a, b in episodes:
@@ -151,15 +155,13 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         rise = _rise_start(values, reference[a], min(_BACK_SHARE * bar[a], min_sd * sd[a]), a)
         ref = _reference_window(anchor[a], rise, wide, n)
         recovered = b < n - 1
-        if recovered and not recovered_too:
-            continue
         held = _held_end(smooth, reference[a], bar[a], a, b)
         reading_held = (recovered and sized[a] > min_sd * sd[a] and steps[held] - steps[rise] >= stretch_steps
                         and rise >= _MIN_NOISE_POINTS)
         if reading_held:
-            reading, dof = _held_reading(values, ref, (rise, held + 1)), rise - 2.0
+            reading, dof = _held_reading(values, ref, (rise, held + 1), quiet), rise - 2.0
         else:
-            reading, dof = _departure_reading(values, ref, (a, b + 1), bool(noise_barred[a]))
+            reading, dof = _departure_reading(values, ref, (a, b + 1), bool(noise_barred[a]), quiet)
         peak = a + int(np.argmax(smooth[a:b + 1]))
         # dated where the smoothed curve last crossed the bar itself before its peak: a wobble over half the
         # bar in the steps before (noise the departure's extent has to tolerate) does not date it
@@ -173,7 +175,10 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
                                                                                         wide)):
             decision = UNDECIDED
         departures.append(_Departure(a, b, ref, reading, float(bar[a]), decision, recovered, peak, onset, z))
-    return _Read(steps, values, smooth, reference, bar, sd, anchor, sure_z, stretch_steps, departures, noise_barred)
+        if recovered and decision == FINDING:
+            quiet[rise:b + 1] = np.nan
+    return _Read(steps, values, smooth, reference, bar, sd, anchor, sure_z, stretch_steps, departures, noise_barred,
+                 quiet)
 
 
 def _scan_count(n: int, length: int, before: int, wide: int) -> int:
@@ -252,7 +257,8 @@ def _held_end(smooth: np.ndarray, reference: float, bar: float, a: int, b: int) 
     return a + int(over[-1]) if len(over) else b
 
 
-def _held_reading(values: np.ndarray, reference: tuple[int, int], held: tuple[int, int]) -> Reading:
+def _held_reading(values: np.ndarray, reference: tuple[int, int], held: tuple[int, int],
+                  quiet: np.ndarray) -> Reading:
     """A recovered departure's size: the mean of the points it held over its bar (`held`, from where it left
     its level to where its smoothed curve last stood over the bar) minus the reference's, with the standard
     error of that contrast under the noise of the points before the departure.  Not the mean of the whole
@@ -268,13 +274,13 @@ def _held_reading(values: np.ndarray, reference: tuple[int, int], held: tuple[in
     its 6x noise bar on 2 of 20 draws); else the whole departure's mean is read."""
     a, b = held
     estimate = float(np.mean(values[a:b]) - np.mean(values[reference[0]:reference[1]]))
-    before = values[:a]
+    before = _finite(quiet[:a])
     var = _mean_variance(before, b - a) + _mean_variance(before, reference[1] - reference[0])
     return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf)
 
 
 def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure: tuple[int, int],
-                       walk_when_short: bool = True) -> tuple[Reading, float]:
+                       walk_when_short: bool, quiet: np.ndarray) -> tuple[Reading, float]:
     """The departure's mean minus the reference's, with a standard error from each side's own noise (a
     Welch-type contrast of two stretches, with its Welch-Satterthwaite degrees of freedom): the reference
     window's mean under the noise of the points before the departure, the departure's mean under the noise
@@ -292,15 +298,16 @@ def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure
         shifted[a:b] -= estimate
         return shifted
 
+    before = _finite(quiet[:a])             # the points before it, its sure recovered departures left out
     sides = [(side if len(side) >= _MIN_NOISE_POINTS else whole(), width)
-             for side, width in ((values[a:b], b - a), (values[:a], reference[1] - reference[0]))]
+             for side, width in ((values[a:b], b - a), (before, reference[1] - reference[0]))]
     parts = [_mean_variance(side, width) for side, width in sides]
     # the departure's own noise where it is larger (a divergence is noisier), never less than the noise the
     # curve showed before it, at the departure's width: a dozen points of a slow wander read as a smooth
     # stretch with little noise and no memory (bench/calibrate.py flat_loss: L3.loss-excursion warned on
     # 7.5% of 200 runs, 5 of them AR(0.9) wanders of 9-13 points read against their own noise; 4.5% after)
-    if a >= _MIN_NOISE_POINTS:
-        parts[0] = max(parts[0], _mean_variance(values[:a], b - a))
+    if len(before) >= _MIN_NOISE_POINTS:
+        parts[0] = max(parts[0], _mean_variance(before, b - a))
     var = sum(parts)
     # too few points before it to bound their noise's memory (stats/noise.memory_readable): where the bar is
     # the noise's multiple (`walk_when_short`), the contrast is read as well under the longest memory those
@@ -348,6 +355,10 @@ def _mean_variance(segment: np.ndarray, window: int) -> float:
         return math.inf
     d2 = segment[2:] - 2.0 * segment[1:-1] + segment[:-2]
     return float(np.mean(d2 * d2)) / 6.0 / window
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    return values[np.isfinite(values)]
 
 
 def _episodes(over: np.ndarray, smooth: np.ndarray, reference: np.ndarray, bar: np.ndarray) -> list[tuple[int, int]]:
@@ -407,11 +418,11 @@ def _start_level(values: np.ndarray, w: int) -> float:
 
 
 def read_climbs(curve: Curve, *, min_share: float, min_sd: float, sure_z: float, stretch_steps: float,
-                recovered_too: bool = True, walk_when_short: bool = True) -> _Read:
+                walk_when_short: bool = True) -> _Read:
     """A loss's climbs from its running best by `min_share` of the way it came down (its start level minus
-    that best) and `min_sd` noise sds, lasting `stretch_steps` steps (or to the log's end); `recovered_too`
-    False: only the one held to the end (held_climb's); `walk_when_short` False: a short curve's climb over a
-    noise-set bar is not read under a random walk as well (_departure_reading)."""
+    that best) and `min_sd` noise sds, lasting `stretch_steps` steps (or to the log's end);
+    `walk_when_short` False: a short curve's climb over a noise-set bar is not read under a random walk as
+    well (_departure_reading)."""
     steps, values = _points(curve)
     w = _smoothing_points(steps, stretch_steps)
     start = _start_level(values, w)
@@ -420,8 +431,7 @@ def read_climbs(curve: Curve, *, min_share: float, min_sd: float, sure_z: float,
         return min_share * np.maximum(start - best, 0.0)
 
     return _read(steps, values, stretch_steps=stretch_steps, sure_z=sure_z, min_sd=min_sd,
-                 reference_of=_running_best, bar_of=bar_of, recovered_too=recovered_too,
-                 walk_when_short=walk_when_short)
+                 reference_of=_running_best, bar_of=bar_of, walk_when_short=walk_when_short)
 
 
 def climb_values(read: _Read, d: _Departure, curve: Curve) -> dict:
@@ -493,8 +503,7 @@ def climb_from_best(values: Curve, reward: Curve | None = None, kl: Curve | None
     v = values.finite()
     if len(v.values) < min_points:
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; {min_points:g} are needed")
-    read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps,
-                       recovered_too=False)
+    read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps)
     d = held_climb(read)
     said = climb_values(read, d, v)
     climb = said["level"] - said["best"]
@@ -570,7 +579,7 @@ def held_climb(read: _Read) -> _Departure:
     wide = _reference_points(n, w)
     anchor = read.anchor                    # _running_best(read.values, wide)'s, as read_climbs read it
     ref = _reference_window(int(anchor[start - 1]), start, wide, n)
-    reading, dof = _departure_reading(read.values, ref, (start, n), bool(read.noise_barred[start]))
+    reading, dof = _departure_reading(read.values, ref, (start, n), bool(read.noise_barred[start]), read.quiet)
     bar = float(read.bar[start])
     z = _scan_z(read.sure_z, n, n - start, start if anchor[start - 1] >= 0 else 0, wide, dof)
     peak = start + int(np.argmax(read.smooth[start:]))

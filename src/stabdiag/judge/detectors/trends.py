@@ -201,7 +201,7 @@ def rise_from_best(values: Curve, falling: Curve | None = None, reward: Curve | 
     # short curve would leave every eval log too noisy to tell (4 of the rule's cases); read as a training loss
     # once was, its chance climbs of a converged eval loss are 0.2-1.0% of bench/calibrate.py's flat_loss runs
     read = read_climbs(v, min_share=min_share, min_sd=min_sd, sure_z=sure_z, stretch_steps=stretch_steps,
-                       recovered_too=False, walk_when_short=False)
+                       walk_when_short=False)
     d = held_climb(read)
     if d.decision == CLEAN:
         return None

@@ -36,7 +36,15 @@ from ... import _stats as st
 from ..stats import extremes as ex
 from ..stats.change import CLEAN, FINDING, UNDECIDED, Reading
 from ..stats.evidence import family_z, sidak_tail
-from ..stats.noise import MAX_POINTS, Noise, block_means, estimate_noise, memory_readable
+from ..stats.noise import (
+    MAX_POINTS,
+    Noise,
+    block_means,
+    estimate_noise,
+    finite_values,
+    memory_readable,
+    second_differences,
+)
 from ._base import Curve, Evidence, NotJudged
 
 _MIN_REFERENCE_POINTS = 3     # the start level and a level before a departure are medians of at least this many
@@ -171,8 +179,8 @@ def _read(steps: np.ndarray, values: np.ndarray, *, stretch_steps: float, sure_z
         lowest_of = a if anchor[a] >= 0 else 0          # the points its reference was the lowest level of
         z = _scan_z(sure_z, n, length, lowest_of, wide, dof)
         decision = _decide(reading, float(bar[a]), z, sure_z)
-        if decision == FINDING and reading.estimate < one_point.bar(length, _scan_tail(sure_z, n, length, lowest_of,
-                                                                                        wide)):
+        if decision == FINDING and reading.estimate < one_point.bar(length, _scan_tail(sure_z, n, length,
+                                                                                        lowest_of, wide)):
             decision = UNDECIDED
         departures.append(_Departure(a, b, ref, reading, float(bar[a]), decision, recovered, peak, onset, z))
         if recovered and decision == FINDING:
@@ -274,7 +282,7 @@ def _held_reading(values: np.ndarray, reference: tuple[int, int], held: tuple[in
     its 6x noise bar on 2 of 20 draws); else the whole departure's mean is read."""
     a, b = held
     estimate = float(np.mean(values[a:b]) - np.mean(values[reference[0]:reference[1]]))
-    before = _finite(quiet[:a])
+    before = finite_values(quiet[:a])
     var = _mean_variance(before, b - a) + _mean_variance(before, reference[1] - reference[0])
     return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf)
 
@@ -298,7 +306,7 @@ def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure
         shifted[a:b] -= estimate
         return shifted
 
-    before = _finite(quiet[:a])             # the points before it, its sure recovered departures left out
+    before = finite_values(quiet[:a])       # the points before it, its sure recovered departures left out
     sides = [(side if len(side) >= _MIN_NOISE_POINTS else whole(), width)
              for side, width in ((values[a:b], b - a), (before, reference[1] - reference[0]))]
     parts = [_mean_variance(side, width) for side, width in sides]
@@ -319,7 +327,7 @@ def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure
         # shifted back (a quarter of their variance; a straight descent cancels in them, and its steps would
         # read as the walk's; a robust sd leaves out the departure's edges)
         y = whole()
-        walk = Noise(st.robust_sd(y[2:] - 2.0 * y[1:-1] + y[:-2]) ** 2 / 4.0, 1.0, len(y))
+        walk = Noise(st.robust_sd(second_differences(y)) ** 2 / 4.0, 1.0, len(y))
         var = max(var, walk.contrast_variance(len(values), reference, departure))
     return Reading(estimate, math.sqrt(var) if math.isfinite(var) else math.inf), \
         _satterthwaite(parts, [len(side) for side, _ in sides])
@@ -353,12 +361,8 @@ def _mean_variance(segment: np.ndarray, window: int) -> float:
         return max(noise.sill - 2.0 / blocks ** 2 * float(np.sum((blocks - k) * noise.semivariogram(k))), 0.0)
     if len(segment) < 3:
         return math.inf
-    d2 = segment[2:] - 2.0 * segment[1:-1] + segment[:-2]
+    d2 = second_differences(segment)
     return float(np.mean(d2 * d2)) / 6.0 / window
-
-
-def _finite(values: np.ndarray) -> np.ndarray:
-    return values[np.isfinite(values)]
 
 
 def _episodes(over: np.ndarray, smooth: np.ndarray, reference: np.ndarray, bar: np.ndarray) -> list[tuple[int, int]]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .noise import Noise, estimate_noise
+from .noise import Noise, estimate_noise, finite_values, second_differences
 
 FINDING, CLEAN, UNDECIDED = "finding", "clean", "undecided"
 Z95 = 1.959963984540054
@@ -181,8 +181,8 @@ def _contrast_se(noise: Noise | None, values: np.ndarray, first: tuple[int, int]
         f = (first[0] // b, max(first[1] // b, first[0] // b + 1))
         s = (last[0] // b, max(last[1] // b, last[0] // b + 1))
         return math.sqrt(noise.contrast_variance(noise.points, f, s))
-    v = values[np.isfinite(values)]
+    v = finite_values(values)
     if len(v) < 3:
         return 0.0 if len(v) == 2 and v[0] == v[1] else math.inf
-    var = float(np.mean((v[2:] - 2.0 * v[1:-1] + v[:-2]) ** 2)) / 6.0
+    var = float(np.mean(second_differences(v) ** 2)) / 6.0
     return math.sqrt(var * (1.0 / (first[1] - first[0]) + 1.0 / (last[1] - last[0])))

@@ -189,7 +189,7 @@ def fitted_memory(values: np.ndarray) -> float:
 def _read(values: np.ndarray, max_lag: int | None) -> tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray]] | None:
     """A curve's finite values (as block means where long), the block length, and their second increments
     with counts; None with fewer than 8 finite values."""
-    v = _finite(values)
+    v = finite_values(values)
     if len(v) < 8:
         return None
     v, block = block_means(v)
@@ -228,9 +228,16 @@ def _memory(rho: float) -> float:
     return _MEMORY_CAP if rho >= 1.0 else -math.log(1.0 - rho)
 
 
-def _finite(values: np.ndarray) -> np.ndarray:
+def finite_values(values: np.ndarray) -> np.ndarray:
+    """The finite values, in order, as float64 (a curve with NaN holes read as its points)."""
     v = np.asarray(values, dtype=np.float64)
     return v[np.isfinite(v)]
+
+
+def second_differences(v: np.ndarray) -> np.ndarray:
+    """y(t+2) - 2 y(t+1) + y(t): a straight mean cancels in them (Hall, Kay & Titterington 1990); 6 x the
+    variance of independent noise, 4 x the one-step semivariance of a random walk."""
+    return v[2:] - 2.0 * v[1:-1] + v[:-2]
 
 
 def _lags(points: int, max_lag: int | None) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stabdiag.judge.detectors._base import Curve
 from stabdiag.judge.engine import diagnose
 from stabdiag.judge.stats import evidence as ev
 from stabdiag.read.assemble import load
@@ -110,6 +111,24 @@ def test_an_eval_that_jumps_early_and_holds_is_a_sure_improvement():
     assert gain.z > 10 and gain.estimate == pytest.approx(0.8915 - 0.21, abs=0.01)
     assert ev.level_gain(np.array([0.42, 0.41, 0.43, 0.42, 0.42, 0.415])).z < 2
 
+
+
+def test_a_window_of_five_flat_evals_is_a_sure_gain_no_more_often_than_its_family_bar_says():
+    """Sharpening (entropy falling while an eval surely improves) silences L2.policy-moving-fast, so a gain
+    read by chance must be as rare as the bar says: two flat evals of 500 items each, logged every 50 steps,
+    read over a 200-step window (five points each).  Their noise is read on all of their points, not on the
+    window's four differences alone, which were small by luck often enough that a dip and a rebound between
+    two points read as a sure gain on 3.9% of windows (nominal 2.3%: one z of 2.0 among two evals)."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(50, 5001, 50, dtype=float)
+    windows = 1000
+    claimed = 0
+    for _ in range(windows):
+        evals = [Curve(f"eval:{name}", name, steps, rng.binomial(500, p, len(steps)) / 500)
+                 for name, p in (("math500", 0.22), ("gsm8k", 0.69))]
+        start = rng.uniform(200, 4700)
+        claimed += ev.eval_improvement(evals, start, start + 200) is not None
+    assert claimed <= 0.025 * windows, f"a sure gain on {claimed} of {windows} windows of flat evals"
 
 # --- rules with the shipped parameters ------------------------------------------------------------
 

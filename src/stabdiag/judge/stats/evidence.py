@@ -222,13 +222,13 @@ def window_change(steps: np.ndarray, values: np.ndarray, start: float, end: floa
     return linear_change(steps[inside], values[inside], noise_floor=noise_floor)
 
 
-def level_gain(values: np.ndarray, head_points: int = 1) -> Change:
+def level_gain(values: np.ndarray, head_points: int = 1, noise_floor: float = 0.0) -> Change:
     """The change from a curve's first `head_points` points (where the window began) to the level
     of its second half, or of the points after the head where that is later (medians), with a standard
     error from the robust point-to-point noise of the points (first differences / sqrt 2: a jump among
-    them does not count as noise) corrected for the tail's autocorrelation.  A sparse eval that jumped
-    early and then held is a sure gain, which a straight line through the jump and the plateau reads
-    poorly."""
+    them does not count as noise), at least `noise_floor`, corrected for the tail's autocorrelation.  A
+    sparse eval that jumped early and then held is a sure gain, which a straight line through the jump
+    and the plateau reads poorly."""
     v = np.asarray(values, dtype=np.float64)
     n = len(v)
     k = min(max(int(head_points), 1), n)
@@ -239,7 +239,7 @@ def level_gain(values: np.ndarray, head_points: int = 1) -> Change:
     estimate = float(st.median(tail) - st.median(head))
     # the noise from every point's neighbour differences (robust: one jump among them does not count),
     # not from the few points of the tail alone
-    sd = st.noise_sd(v)
+    sd = max(st.noise_sd(v), noise_floor)
     if sd <= 0:
         sd = st.robust_sd(tail)
     rho = lag1_autocorrelation(tail - st.median(tail))
@@ -582,7 +582,10 @@ def eval_improvement(evals, start: float, end: float, *, min_z: float = 2.0,
         first = int(before[-1]) if len(before) else 0
         keep = slice(first, int(np.searchsorted(c.steps, end, side="right")))
         values = c.values[keep]
-        change = level_gain(values)
+        # the eval's noise is its own, whatever the window: read on all of its points as well, so that a
+        # window of five evals whose four differences happen to be small does not make a dip and a
+        # rebound between two of them a sure gain
+        change = level_gain(values, noise_floor=st.noise_sd(c.values))
         if not math.isfinite(change.se) or not change.sure(min_z):
             continue
         level = max(float(st.median(np.abs(values))), 1e-12)

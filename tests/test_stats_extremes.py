@@ -47,3 +47,17 @@ def test_the_sd_upper_bound_covers_the_true_sd_at_its_stated_rate():
         below = np.mean([ex.sd_upper_bound(row, 2.0) < 1.0 for row in draws])
         assert below == pytest.approx(0.0228, abs=0.004), n
     assert np.mean(np.std(rng.normal(size=(20_000, 5)), axis=1) < 0.5) > 0.05
+
+
+def test_a_block_that_is_mostly_ties_reads_its_noise_on_the_points_that_are_not():
+    # a block of 128 residuals: 33 of Gaussian noise (sd 0.05), then 95 exact 0s (a loss that collapsed to
+    # 0): its MAD is 0, and a floor of one printed step would make every noisy point "thousands of sds" out
+    rng = np.random.default_rng(3)
+    noisy = rng.normal(0.0, 0.05, 33)
+    residuals = np.concatenate([noisy, np.zeros(95), rng.normal(0.0, 0.05, 128)])
+    scale = ex.local_scale(residuals, 128, floor=1e-4)
+    assert scale[0] == pytest.approx(np.median(np.abs(noisy - np.median(noisy))) * 1.4826, rel=1e-9)
+    assert 0.03 < scale[0] < 0.08 and 0.03 < scale[-1] < 0.08
+    # a block with fewer than half ties keeps its plain MAD (the ties are part of what it reads)
+    some = np.concatenate([rng.normal(0.0, 0.05, 100), np.zeros(28)])
+    assert ex.local_scale(some, 128)[0] == pytest.approx(1.4826 * np.median(np.abs(some - np.median(some))))

@@ -127,7 +127,11 @@ def _middle_pair_mean_of_8(rows: list[np.ndarray]) -> np.ndarray:
 
 def local_scale(residuals: np.ndarray, block: int, floor: float = 0.0) -> np.ndarray:
     """Each point's noise sd: the robust sd (MAD) of the finite residuals in its block of `block` points (the
-    last block takes the remainder, a short one joins the block before it), at least `floor`.  Whole blocks
+    last block takes the remainder, a short one joins the block before it), at least `floor`.  A MAD of 0
+    says that more than half the block is ties (residuals of exactly 0: a stretch logged as one value), not
+    that its other points have no noise: there the sd is read on the residuals that are not 0, as fit_tail
+    reads them (a block half in a loss that collapsed to exactly 0 held the noisy points beside it to a
+    floor of one printed step, and they stood "thousands of sds" from their neighbours).  Whole blocks
     without a non-finite residual are read all at once (one row each: a million points are 7,800 blocks,
     and one robust sd per block in Python cost a second); the others one by one."""
     n = len(residuals)
@@ -141,13 +145,18 @@ def local_scale(residuals: np.ndarray, block: int, floor: float = 0.0) -> np.nda
         part = rows[clean]
         centre = st.median_of_rows(part)
         sd = st.MAD_TO_SD * st.median_of_rows(np.abs(part - centre[:, None]))
-        out[:whole * block].reshape(whole, block)[clean] = np.maximum(sd, floor)[:, None]
+        clean[np.flatnonzero(clean)[sd == 0]] = False          # mostly ties: read one by one below
+        out[:whole * block].reshape(whole, block)[clean] = np.maximum(sd[sd != 0], floor)[:, None]
     for i in [*np.flatnonzero(~clean), *range(whole, len(edges) - 1)]:      # the blocks left, one by one
         a, b = edges[i], edges[i + 1]
         part = residuals[a:b]
         part = part[np.isfinite(part)]
         if len(part) >= 3:
-            out[a:b] = max(st.robust_sd(part), floor)
+            sd = st.robust_sd(part)
+            untied = part[part != 0]
+            if sd == 0 and len(untied) >= 3:
+                sd = st.robust_sd(untied)
+            out[a:b] = max(sd, floor)
     return out
 
 

@@ -242,8 +242,23 @@ def _budget(y: np.ndarray, first: int, alpha: float, huge_ratio: float, min_tail
         whole = _WholeTail(z_apart)
         tails = _PrefixTails(z_apart, int(min_tail_points), whole)
         tail_points = tails.points
+        z_apart = _apart_from_before(y, z_apart, scale, ex.point_threshold(tested, alpha / 2, math.inf))
     return _Budget(alpha, first, tested, whole, huge_ratio, np.full(n, np.nan), np.zeros(n, dtype=np.intp), z_apart,
                    apart_points, tails, tail_points)
+
+
+def _apart_from_before(y: np.ndarray, z: np.ndarray, scale: np.ndarray, least: float) -> np.ndarray:
+    """`z` (a point's residual from the median of its neighbours, in sds), where it reaches `least` (the
+    lowest bar any point is held to) no higher than the point's height above the median of the neighbours
+    before it alone.  At a level step the median of the eight neighbours lies halfway between the two
+    levels: the last point before a drop (a loss that fell to exactly 0) stood half the drop above it
+    without having jumped from anywhere.  A spike, and a level shift up, jumped from the points before it.
+    Never higher than `z`, so the run's budget holds; the tail is still fitted on the residuals themselves."""
+    out = z.copy()
+    k = ex.NEIGHBOURS
+    for i in np.flatnonzero(z >= least).tolist():          # a few points: those past the lowest bar
+        out[i] = min(z[i], (y[i] - st.median(y[i - k:i])) / scale[i])
+    return out
 
 
 class _WholeTail:

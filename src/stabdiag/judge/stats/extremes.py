@@ -145,8 +145,13 @@ def local_scale(residuals: np.ndarray, block: int, floor: float = 0.0) -> np.nda
         part = rows[clean]
         centre = st.median_of_rows(part)
         sd = st.MAD_TO_SD * st.median_of_rows(np.abs(part - centre[:, None]))
-        clean[np.flatnonzero(clean)[sd == 0]] = False          # mostly ties: read one by one below
-        out[:whole * block].reshape(whole, block)[clean] = np.maximum(sd[sd != 0], floor)[:, None]
+        # mostly ties but with points that are not: read one by one below (a block all of one value, a
+        # curve frozen at 0 for a million steps, keeps its floor here)
+        untied = sd == 0
+        if untied.any():
+            untied[untied] = np.count_nonzero(part[untied], axis=1) >= 3
+        clean[np.flatnonzero(clean)[untied]] = False
+        out[:whole * block].reshape(whole, block)[clean] = np.maximum(sd[~untied], floor)[:, None]
     for i in [*np.flatnonzero(~clean), *range(whole, len(edges) - 1)]:      # the blocks left, one by one
         a, b = edges[i], edges[i + 1]
         part = residuals[a:b]

@@ -27,6 +27,7 @@ the stretch it held over the bar, under the noise the curve had shown before it 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -300,7 +301,9 @@ def _departure_reading(values: np.ndarray, reference: tuple[int, int], departure
     a, b = departure
     estimate = float(np.mean(values[a:b]) - np.mean(values[reference[0]:reference[1]]))
     # a side too short to read a noise from (under 8 points) takes the whole curve's, its departure shifted
-    # back: second differences of a few points of a descent read its curvature as noise
+    # back: second differences of a few points of a descent read its curvature as noise (made once: both
+    # sides and the walk reading may ask for it)
+    @functools.cache
     def whole() -> np.ndarray:
         shifted = values.astype(np.float64, copy=True)
         shifted[a:b] -= estimate

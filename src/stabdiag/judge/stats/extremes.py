@@ -158,9 +158,8 @@ def local_scale(residuals: np.ndarray, block: int, floor: float = 0.0) -> np.nda
         part = part[np.isfinite(part)]
         if len(part) >= 3:
             sd = st.robust_sd(part)
-            untied = part[part != 0]
-            if sd == 0 and len(untied) >= 3:
-                sd = st.robust_sd(untied)
+            if sd == 0 and np.count_nonzero(part) >= 3:
+                sd = st.robust_sd(part[part != 0])
             out[a:b] = max(sd, floor)
     return out
 

@@ -321,6 +321,31 @@ def test_a_yaml_alias_bomb_config_is_a_note_and_the_run_is_judged(tmp_path):
     assert any("config.yaml" in n and "alias" in n for n in notes), notes
 
 
+# --- hostile values (bench/fuzz.py, seed 20261208: 39 internal errors in 30,000 cases) -----------------
+
+def check_in_process(target: Path) -> dict:
+    """`stabdiag check TARGET --format json`: judged (exit 0 or 1), no error line, the JSON document."""
+    result = runner.invoke(app, ["check", str(target), "--format", "json"])
+    assert result.exit_code in (0, 1) and "error" not in result.stderr, (result.exit_code, result.stderr)
+    return json.loads(result.stdout)
+
+
+def test_values_at_the_float_limits_are_judged_never_an_internal_error(tmp_path):
+    """An eval logged at 1e200 (its noise's variance has no float), a loss at 1e200, a grad norm with one
+    1e308 point, a KL at 1e-300: the variogram fit overflowed (OverflowError: Numerical result out of range)."""
+    rng = np.random.default_rng(1)
+    with open(tmp_path / "metrics.jsonl", "w") as fh:
+        for s in range(1, 121):
+            record = {"step": s, "loss": 1e200 * (2.0 - s / 100 + rng.normal(0, 0.01)),
+                      "grad_norm": 1e308 if s == 60 else 1.0 + rng.normal(0, 0.05),
+                      "reward": 0.3 + s / 300 + rng.normal(0, 0.02), "kl": 1e-300 * (1 + s / 100)}
+            if s % 10 == 0:
+                record["eval/accuracy"] = 1e200 * (0.4 + rng.normal(0, 0.01))
+            fh.write(json.dumps(record) + "\n")
+    run = check_in_process(tmp_path)["runs"][0]
+    assert {"loss", "grad_norm", "reward", "kl", "eval:accuracy"} <= set(run["signals"])
+
+
 # --- 3. torn lines ---------------------------------------------------------------------------------
 
 def test_a_glued_jsonl_line_in_the_middle_is_skipped_with_a_note_and_every_other_row_read(tmp_path):

@@ -109,6 +109,31 @@ def test_a_million_points_are_read_on_block_means():
     assert end_minus_start(np.arange(len(y)), y, 0.1).reading.se > 0
 
 
+@pytest.mark.parametrize("power", [150, -150])
+def test_a_curve_logged_near_the_float_limits_reads_the_same_noise_in_its_own_units(power):
+    """The variogram fit takes fourth powers of increments and squared weights: a curve at 1e90 overflowed them
+    (OverflowError: a fuzzed log's loss at 1e308), one at 1e-90 underflowed.  Read in units of a power of 4
+    (exact), its noise is the same curve's at 1, times that unit squared, and so is every contrast."""
+    rng = np.random.default_rng(8)
+    y = 2.0 + ar1(rng, 400, 0.8) * 0.1 + sigmoid_rise(400, 0.5)
+    unit = 4.0 ** power
+    for cautious, bounded in ((False, False), (True, False), (True, True)):
+        plain, scaled = estimate_noise(y, cautious=cautious, bounded=bounded), \
+            estimate_noise(y * unit, cautious=cautious, bounded=bounded)
+        assert (scaled.rho, scaled.points, scaled.block) == (plain.rho, plain.points, plain.block)
+        assert scaled.c == plain.c * unit * unit and scaled.nugget == plain.nugget * unit * unit
+    change, far = end_minus_start(np.arange(400), y, 0.1), end_minus_start(np.arange(400), y * unit, 0.1)
+    assert far.reading.z == pytest.approx(change.reading.z, rel=1e-12) and change.reading.se > 0
+
+
+def test_a_curve_past_the_range_of_its_squared_noise_is_never_read_as_sure():
+    """At 1e200 the noise's variance (1e400) has no float: the contrast is unbounded, never exact or sure."""
+    y = 1e200 * (1.0 + np.random.default_rng(9).normal(0, 0.1, 300) + np.linspace(0, 1, 300))
+    reading = end_minus_start(np.arange(300), y, 0.1).reading
+    assert reading.se == math.inf and not reading.sure(SURE_Z)
+    assert reading.decide(0.0, SURE_Z) == UNDECIDED
+
+
 # --- properties --------------------------------------------------------------------------------------------
 
 def test_less_noise_seldom_turns_a_finding_into_undecided_and_never_under_white_noise_past_20_points():

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 
 import numpy as np
@@ -103,7 +103,7 @@ def _contrast_variance(semivariogram, first: tuple[int, int], second: tuple[int,
 
     # -sum a_i a_j D = -(within_A / wa^2 + within_B / wb^2) + 2 across / (wa wb)
     var = -within(wa) / wa ** 2 - within(wb) / wb ** 2 + 2.0 * across() / (wa * wb)
-    return max(var, 0.0)
+    return math.inf if math.isnan(var) else max(var, 0.0)     # NaN: a variogram past float range (inf - inf)
 
 
 def block_means(values: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, int]:
@@ -163,19 +163,20 @@ def estimate_noise(values: np.ndarray, *, cautious: bool = True, bounded: bool =
     read = _read(values, max_lag)
     if read is None:
         return None
-    v, block, increments = read
+    v, block, increments, unit = read
     plain = _fit(*increments, nugget=False)
     if plain is None:
         return Noise(0.0, 0.0, len(v), block)
-    rounding = (1e-12 * float(np.max(np.abs(v)))) ** 2      # of a straight or constant curve, not noise
+    top = 1e-12 * float(np.max(np.abs(v)))
+    rounding = top * top                                    # of a straight or constant curve, not noise
     noise = plain.noise(plain.in_band(longest=cautious), len(v), block, rounding)
     if cautious and bounded and memory_readable(len(v)):
         with_nugget = _fit(*increments)
         wide = with_nugget.noise(with_nugget.cautious(len(v)), len(v), block, rounding)
         span = np.array([len(v) - 1])
         if wide.semivariogram(span)[0] > noise.semivariogram(span)[0]:
-            return wide
-    return noise
+            noise = wide
+    return noise if unit == 1.0 else replace(noise, c=noise.c * unit * unit, nugget=noise.nugget * unit * unit)
 
 
 def fitted_memory(values: np.ndarray) -> float:
@@ -186,14 +187,33 @@ def fitted_memory(values: np.ndarray) -> float:
     return fit.memory if fit is not None else math.nan
 
 
-def _read(values: np.ndarray, max_lag: int | None) -> tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray]] | None:
-    """A curve's finite values (as block means where long), the block length, and their second increments
-    with counts; None with fewer than 8 finite values."""
+def _read(values: np.ndarray, max_lag: int | None
+          ) -> tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray], float] | None:
+    """A curve's finite values (as block means where long, in units of `_unit`), the block length, their
+    second increments with counts, and the unit; None with fewer than 8 finite values."""
     v = finite_values(values)
     if len(v) < 8:
         return None
+    unit = _unit(v)
+    if unit != 1.0:
+        v = v / unit
     v, block = block_means(v)
-    return v, block, second_increments(v, _lags(len(v), max_lag))
+    return v, block, second_increments(v, _lags(len(v), max_lag)), unit
+
+
+_PLAIN_RANGE = (2.0 ** -64, 2.0 ** 64)     # magnitudes read as logged
+
+
+def _unit(v: np.ndarray) -> float:
+    """1 for a curve whose largest magnitude lies in _PLAIN_RANGE (every metric a run logs), else the power
+    of 4 that brings it to 1..4: the fourth powers of its increments and the fit's squared weights then stay
+    inside float range (a value logged as 1e200 overflowed them), and dividing by a power of 4 is exact, its
+    square root too, so the reading is the same numbers in other units."""
+    top = float(np.max(np.abs(v)))
+    if top == 0.0 or _PLAIN_RANGE[0] <= top <= _PLAIN_RANGE[1]:
+        return 1.0
+    exponent = math.frexp(top)[1] - 1                   # top = m 2^exponent, 1 <= m < 2
+    return math.ldexp(1.0, max(exponent - exponent % 2, -1022))
 
 
 def memory_readable(points: int) -> bool:

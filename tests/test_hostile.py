@@ -346,6 +346,14 @@ def test_values_at_the_float_limits_are_judged_never_an_internal_error(tmp_path)
     assert {"loss", "grad_norm", "reward", "kl", "eval:accuracy"} <= set(run["signals"])
 
 
+def test_a_json_array_nested_past_the_recursion_limit_is_no_metric_log(tmp_path):
+    run = jsonl_run(tmp_path / "run")
+    (run / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    result = runner.invoke(app, ["check", str(run), "--format", "json"])
+    assert result.exit_code == 1 and "internal error" not in result.stderr, result.stderr
+    assert json.loads(result.stdout)["runs"][0]["verdict"] == "fail"       # the JSONL log, judged
+
+
 # --- 3. torn lines ---------------------------------------------------------------------------------
 
 def test_a_glued_jsonl_line_in_the_middle_is_skipped_with_a_note_and_every_other_row_read(tmp_path):

@@ -38,8 +38,9 @@ def sniff(path: str) -> bool:
         pos = len(text) - len(text[pos:].lstrip(" \t\r\n,"))
         try:
             record, pos = decoder.raw_decode(text, pos)
-        except ValueError:
-            return False               # not JSON, or an element longer than the head: no record log
+        except (ValueError, RecursionError):
+            return False               # not JSON, an element longer than the head, or nested past Python's
+                                       # recursion limit ([[[[...): no record log
         if type(record) is not dict:
             return False
         if _has_step(record):

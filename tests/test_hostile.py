@@ -346,6 +346,17 @@ def test_values_at_the_float_limits_are_judged_never_an_internal_error(tmp_path)
     assert {"loss", "grad_norm", "reward", "kl", "eval:accuracy"} <= set(run["signals"])
 
 
+def test_a_parquet_date_past_year_9999_leaves_that_cell_unread_and_the_file_read(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    steps = np.arange(1, 61)
+    when = pa.array([10 ** 15 if s == 30 else 1_700_000_000 + 60 * s for s in steps.tolist()], pa.timestamp("s"))
+    pq.write_table(pa.table({"step": steps, "loss": 2.0 - steps / 100, "logged_at": when}), tmp_path / "m.parquet")
+    run = check_in_process(tmp_path / "m.parquet")["runs"][0]
+    assert run["signals"]["loss"] == "loss"
+
+
 def test_a_json_array_nested_past_the_recursion_limit_is_no_metric_log(tmp_path):
     run = jsonl_run(tmp_path / "run")
     (run / "deep.json").write_text("[" * 100_000 + "]" * 100_000)

@@ -157,7 +157,23 @@ def _parquet_column(col, rows: int) -> Column:
     written = _arrow.valid(col)
     if pa.types.is_integer(col.type):          # kept exact: a step of 2**62 is not a float64
         return Column(written, ints=_arrow.fixed(col))
-    return Column(written, cells=np.fromiter(col.to_pylist(), object, rows))
+    return Column(written, cells=np.fromiter(_python_cells(col), object, rows))
+
+
+def _python_cells(col) -> list:
+    """The column's cells as Python values; a date or time past what Python's datetime holds (year 9999, a
+    damaged file) is left unread (None) instead of failing the whole file."""
+    try:
+        return col.to_pylist()
+    except OverflowError:
+        pass
+    cells = []
+    for scalar in col:
+        try:
+            cells.append(scalar.as_py())
+        except OverflowError:
+            cells.append(None)
+    return cells
 
 
 def _pick(columns, names) -> str | None:

@@ -487,13 +487,15 @@ def _drop_climbs_from_zero(x: np.ndarray, spike: np.ndarray, med: np.ndarray, sd
         spike[i:end] = False
 
 
-def _log_scale_loss(values: np.ndarray) -> bool:
+def _log_scale_loss(values: np.ndarray, *, short_supervised: bool = False) -> bool:
     """A loss read on the log scale: every value positive and its level far above its point-to-point noise
-    (a cross-entropy: a spike is a multiple of it).  A policy-gradient loss near 0, or one that crosses 0, is
-    read on its own scale."""
+    (a cross-entropy: a spike is a multiple of it), or, `short_supervised` (a run without a reward, too few
+    points to read the noise's tail), every value positive: a cross-entropy however much it scatters, whose
+    jump by orders of magnitude is one (a 25-point loss scattering by 30% that jumped 125x was not judged).
+    A policy-gradient loss near 0, or one that crosses 0, is read on its own scale."""
     if not len(values) or float(np.min(values)) <= 0:
         return False
-    return float(st.median(values)) > 10.0 * max(st.noise_sd(values), _tiny(values))
+    return short_supervised or float(st.median(values)) > 10.0 * max(st.noise_sd(values), _tiny(values))
 
 
 def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps, min_ratio, run_alpha,
@@ -517,7 +519,7 @@ def spike_vs_recent(values: Curve, reward: Curve | None = None, *, window_steps,
     stand that far above the last few points is a climb from 0, not a spike (_drop_climbs_from_zero).
     Without a reward the loss is a cross-entropy, however low and noisy, and every spike counts."""
     v = values.finite()
-    log_scale = _log_scale_loss(v.values)
+    log_scale = _log_scale_loss(v.values, short_supervised=reward is None and len(v.values) < min_tail_points)
     if len(v.values) <= _FIRST_TESTED and not (log_scale and len(v.values) > _MIN_HUGE_BASELINE):
         return NotJudged(f"{v.signal} has {len(v.values)} finite points; 11 are needed to know its level")
     x = np.log(v.values) if log_scale else v.values

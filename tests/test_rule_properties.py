@@ -122,9 +122,10 @@ def test_a_grad_norm_spike_is_found_at_any_logging_cadence(every, height):
 
 
 @settings(max_examples=30, deadline=None)
-@given(values=st.lists(st.sampled_from([0.5, 1.0, math.nan, math.inf, -math.inf, 2.0, 0.0]), min_size=1,
-                       max_size=40), rule=st.sampled_from(sorted(RULES)))
-def test_nan_and_inf_never_raise(values, rule):
+@given(values=st.lists(st.sampled_from([0.5, 1.0, math.nan, math.inf, -math.inf, 2.0, 0.0,
+                                        1e308, -1e308, 1e-308, 5e-324]), min_size=1, max_size=40),
+       rule=st.sampled_from(sorted(RULES)))
+def test_nan_inf_and_values_at_the_float_limits_never_raise(values, rule):
     arr = np.array(values)
     steps = np.arange(1, len(arr) + 1)
     run = run_of(steps, reward=arr, loss=arr, grad_norm=arr, entropy=arr, kl=arr, frac_reward_zero_std=arr,

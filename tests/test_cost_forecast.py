@@ -61,6 +61,23 @@ def test_step_time_from_train_runtime():
     assert diagnose(run).cost["step_seconds"] == pytest.approx(2.5)
 
 
+@pytest.mark.parametrize(("runtime", "global_step"), [(float("inf"), 100), (1e307, 1)])
+def test_a_runtime_past_what_a_number_holds_claims_no_cost_and_the_report_stays_json(runtime, global_step):
+    """A trainer_state.json whose train_runtime was written as 1e400 (read as inf) made step_seconds inf, and
+    the JSON report an internal error (bench/fuzz.py seed 31337 case 26268); 1e307 s a step overflows the
+    hours of 100 steps."""
+    import json
+
+    from stabdiag.judge.diagnosis import report_dict
+
+    steps = np.arange(1, 101)
+    run = Run("hf", {"loss": Series.from_points("loss", steps, np.linspace(2, 1, 100))},
+              meta={"summary": {"train_runtime": runtime}, "global_step": global_step})
+    diag = diagnose(run)
+    assert "no cost is claimed" in diag.cost["reason"] and "step_seconds" not in diag.cost
+    json.dumps(report_dict([diag], "x"), allow_nan=False)
+
+
 def collapsing(n: int = 200, still_going: bool = True) -> Run:
     """Entropy steady at 1.2 for most of the run, then falling 0.004 a step: the floor (0.96) is near."""
     rng = np.random.default_rng(0)

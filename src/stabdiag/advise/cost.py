@@ -14,6 +14,7 @@ collapse's, layer 2's.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +46,7 @@ def step_time(run: Run) -> StepTime | None:
                 return StepTime(seconds, f"median {key}")
     summary = run.meta.get("summary") if isinstance(run.meta.get("summary"), dict) else {}
     runtime, steps = summary.get("train_runtime"), run.meta.get("global_step")
-    if isinstance(runtime, (int, float)) and isinstance(steps, int) and steps > 0 and runtime > 0:
+    if isinstance(runtime, (int, float)) and isinstance(steps, int) and steps > 0 and 0 < runtime < math.inf:
         return StepTime(runtime / steps, f"train_runtime {runtime:.4g} s / {steps} steps")
     return _wall_clock(run)
 
@@ -93,6 +94,10 @@ def estimate(run: Run, signals: Signals, findings, root_layer: int | None, *, gp
     if time is None:
         return {"reason": "no step time logged (step_time, timing_s/step, train_runtime) and no live wall "
                           "clock: no cost is claimed"}
+    last = max((int(s.steps[-1]) for s in run.series.values() if len(s)), default=0)
+    if not math.isfinite(time.seconds * max(last, 1) * (gpus or 1) * (gpu_hour_cost or 1.0)):
+        return {"reason": f"a step time of {time.seconds:.3g} s ({time.source}) over {last} steps is past what a "
+                          "number holds: no cost is claimed"}
     n_gpus, gpus_source = gpus_of(run, gpus)
     out: dict = {"step_seconds": time.seconds, "step_seconds_source": time.source, "gpus": n_gpus,
                  "gpus_source": gpus_source, "gpu_hour_cost": gpu_hour_cost}
@@ -125,7 +130,6 @@ def estimate(run: Run, signals: Signals, findings, root_layer: int | None, *, gp
                                 "inputs": f"sum over logged steps of {zero.key} x steps it covers"}
     if root_layer is not None:
         onset = min(f.start_step for f in findings if f.layer == root_layer and not f.downstream)
-        last = max(int(s.steps[-1]) for s in run.series.values() if len(s))
         if last > onset:
             out["after_root"] = {**price(float(last - onset)), "from_step": onset, "to_step": last,
                                  "layer": root_layer}

@@ -111,9 +111,10 @@ def test_a_million_points_are_read_on_block_means():
 
 @pytest.mark.parametrize("power", [150, -150])
 def test_a_curve_logged_near_the_float_limits_reads_the_same_noise_in_its_own_units(power):
-    """The variogram fit takes fourth powers of increments and squared weights: a curve at 1e90 overflowed them
-    (OverflowError: a fuzzed log's loss at 1e308), one at 1e-90 underflowed.  Read in units of a power of 4
-    (exact), its noise is the same curve's at 1, times that unit squared, and so is every contrast."""
+    """The variogram fit takes fourth powers of increments and squared weights: a curve at 1e90 overflowed the
+    weights and one at 1e-90 underflowed them (another reading), one at 1e160 raised OverflowError (a fuzzed
+    log's loss at 1e308).  Read in units of a power of 4 (exact), its noise is the same curve's at 1, times
+    that unit squared, and so is every contrast."""
     rng = np.random.default_rng(8)
     y = 2.0 + ar1(rng, 400, 0.8) * 0.1 + sigmoid_rise(400, 0.5)
     unit = 4.0 ** power

@@ -42,6 +42,7 @@ from ... import _stats as st
 # noise would have no level to be a spike from, and a short run's interval always reaches it
 DOF_GRID = (2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 25.0, 50.0, math.inf)
 NEIGHBOURS = 4                            # neighbours on each side whose median a residual is taken from
+_MIN_UNTIED = 3                           # nonzero residuals a block of mostly ties reads its sd on (local_scale)
 CHI2_1_80_HALF = 0.8211872075832248      # chi2(1) 80% quantile / 2: the profile likelihood's 80% interval
 _SCALE_GRID = np.geomspace(0.7, 1.4, 13)  # the scale profiled around the value that matches the median
 _MAX_FIT_POINTS = 10_000                  # residuals read by the fit (a stride through longer curves): cost only
@@ -149,7 +150,7 @@ def local_scale(residuals: np.ndarray, block: int, floor: float = 0.0) -> np.nda
         # curve frozen at 0 for a million steps, keeps its floor here)
         untied = sd == 0
         if untied.any():
-            untied[untied] = np.count_nonzero(part[untied], axis=1) >= 3
+            untied[untied] = np.count_nonzero(part[untied], axis=1) >= _MIN_UNTIED
         clean[np.flatnonzero(clean)[untied]] = False
         out[:whole * block].reshape(whole, block)[clean] = np.maximum(sd[~untied], floor)[:, None]
     for i in [*np.flatnonzero(~clean), *range(whole, len(edges) - 1)]:      # the blocks left, one by one
@@ -158,7 +159,7 @@ def local_scale(residuals: np.ndarray, block: int, floor: float = 0.0) -> np.nda
         part = part[np.isfinite(part)]
         if len(part) >= 3:
             sd = st.robust_sd(part)
-            if sd == 0 and np.count_nonzero(part) >= 3:
+            if sd == 0 and np.count_nonzero(part) >= _MIN_UNTIED:
                 sd = st.robust_sd(part[part != 0])
             out[a:b] = max(sd, floor)
     return out

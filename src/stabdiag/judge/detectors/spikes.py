@@ -256,7 +256,8 @@ def _apart_from_before(y: np.ndarray, z: np.ndarray, scale: np.ndarray, least: f
     Never higher than `z`, so the run's budget holds; the tail is still fitted on the residuals themselves."""
     out = z.copy()
     k = ex.NEIGHBOURS
-    for i in np.flatnonzero(z >= least).tolist():          # a few points: those past the lowest bar
+    past = np.flatnonzero(z >= least)                      # a few points: those past the lowest bar
+    for i in past[past >= k].tolist():                     # one with fewer than k points before keeps its z
         out[i] = min(z[i], (y[i] - st.median(y[i - k:i])) / scale[i])
     return out
 

@@ -94,11 +94,11 @@ def estimate(run: Run, signals: Signals, findings, root_layer: int | None, *, gp
     if time is None:
         return {"reason": "no step time logged (step_time, timing_s/step, train_runtime) and no live wall "
                           "clock: no cost is claimed"}
+    n_gpus, gpus_source = gpus_of(run, gpus)
     last = max((int(s.steps[-1]) for s in run.series.values() if len(s)), default=0)
-    if not math.isfinite(time.seconds * max(last, 1) * (gpus or 1) * (gpu_hour_cost or 1.0)):
+    if not math.isfinite(time.seconds * max(last, 1) * (n_gpus or 1) * (gpu_hour_cost or 1.0)):
         return {"reason": f"a step time of {time.seconds:.3g} s ({time.source}) over {last} steps is past what a "
                           "number holds: no cost is claimed"}
-    n_gpus, gpus_source = gpus_of(run, gpus)
     out: dict = {"step_seconds": time.seconds, "step_seconds_source": time.source, "gpus": n_gpus,
                  "gpus_source": gpus_source, "gpu_hour_cost": gpu_hour_cost}
 
